@@ -1,0 +1,69 @@
+"""Checks of single values, shared by the models, the client and the simulator.
+
+Each check raises :class:`~faxws.errors.BadInputError` naming the field and the problem.
+"""
+
+from __future__ import annotations
+
+import re
+
+from faxws._xsd import INT_MAX, INT_MIN
+from faxws.errors import BadInputError
+
+# Characters XML 1.0 cannot carry (lone surrogates cannot be encoded at all).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_LINE_BREAK = re.compile("[\r\n\x85\u2028\u2029]")
+# RFC 7230 field-value: visible ASCII; no spaces so it cannot smuggle a second token.
+_HEADER_TOKEN = re.compile(r"[\x21-\x7e]+")
+MAX_REQUEST_ID_LENGTH = 200
+
+
+def describe_char(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+def check_text(field: str, value: object, *, required: bool = False) -> str:
+    """A string XML can carry on one line; ``required`` forbids the empty string."""
+    if not isinstance(value, str):
+        raise BadInputError(field, f"must be a str, not {type(value).__name__}")
+    bad = _NOT_XML.search(value)
+    if bad is not None:
+        raise BadInputError(field, f"contains {describe_char(bad.group())}, which XML cannot carry")
+    brk = _LINE_BREAK.search(value)
+    if brk is not None:
+        raise BadInputError(field, f"contains a line break ({describe_char(brk.group())})")
+    if required and not value.strip():
+        raise BadInputError(field, "must not be empty")
+    return value
+
+
+def check_int(field: str, value: object, low: int = INT_MIN, high: int = INT_MAX) -> int:
+    """An int (not a bool) within ``low..high`` (xs:int by default)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInputError(field, f"must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise BadInputError(field, f"{value} is outside {low}..{high}")
+    return int(value)
+
+
+def check_header_token(field: str, value: object) -> str:
+    """A non-empty header value of visible ASCII (no spaces, CR or LF)."""
+    if not isinstance(value, str):
+        raise BadInputError(field, f"must be a str, not {type(value).__name__}")
+    if not value:
+        raise BadInputError(field, "must not be empty")
+    if _HEADER_TOKEN.fullmatch(value) is None:
+        bad = next(c for c in value if not 0x21 <= ord(c) <= 0x7E)
+        raise BadInputError(
+            field, f"contains {describe_char(bad)}; only visible ASCII is allowed in a header"
+        )
+    return value
+
+
+def check_request_id(value: object) -> str:
+    value = check_header_token("request_id", value)
+    if len(value) > MAX_REQUEST_ID_LENGTH:
+        raise BadInputError(
+            "request_id", f"is {len(value)} characters long; at most {MAX_REQUEST_ID_LENGTH}"
+        )
+    return value

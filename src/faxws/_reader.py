@@ -1,0 +1,187 @@
+"""Reading responses: a hardened XML parse, SOAP faults, and the payload as a generated class.
+
+A response is untrusted input. The parser never loads a DTD, expands an entity or touches the
+network or the file system; a document with a DOCTYPE is refused before parsing; size and
+nesting depth are bounded (libxml2's defaults without ``huge_tree``). Everything that goes
+wrong surfaces as a :class:`~faxws.errors.FaxWSError`, never as an lxml exception.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import threading
+from typing import Any
+
+from lxml import etree
+
+from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, XmlType
+
+logger = logging.getLogger("faxws")
+
+SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
+SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
+_ENVELOPES = {f"{{{SOAP11_NS}}}Envelope": SOAP11_NS, f"{{{SOAP12_NS}}}Envelope": SOAP12_NS}
+
+_local = threading.local()
+
+
+def _parser() -> etree.XMLParser:
+    # lxml parsers keep per-parse state: one per thread.
+    parser: etree.XMLParser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            collect_ids=False,
+        )
+        _local.parser = parser
+    return parser
+
+
+class ReadError(Exception):
+    """Raised inside the reader; the caller turns it into a typed error with context."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def parse_document(data: bytes) -> etree._Element:
+    """Parse untrusted XML. Raises :class:`ReadError`."""
+    if not data.strip():
+        raise ReadError("the response body is empty")
+    if b"<!DOCTYPE" in data or b"<!doctype" in data:
+        raise ReadError("the response has a DOCTYPE (DTDs are refused)")
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise ReadError(f"the response is not well-formed XML: {exc.msg}") from None
+    except (ValueError, etree.LxmlError) as exc:
+        raise ReadError(f"the response cannot be parsed: {exc}") from None
+    if root.getroottree().docinfo.internalDTD is not None:
+        raise ReadError("the response has a DTD (DTDs are refused)")
+    return root
+
+
+def soap_payload(root: etree._Element) -> etree._Element:
+    """The single element inside the SOAP Body. Raises :class:`ReadError`."""
+    soap_ns = _ENVELOPES.get(str(root.tag))
+    if soap_ns is None:
+        raise ReadError(f"the response is not a SOAP envelope (root element {_name(root)})")
+    body = root.find(f"{{{soap_ns}}}Body")
+    if body is None:
+        raise ReadError("the SOAP envelope has no Body")
+    children = [c for c in body if isinstance(c.tag, str)]
+    if len(children) != 1:
+        raise ReadError(f"the SOAP Body holds {len(children)} elements, expected 1")
+    return children[0]
+
+
+def fault_of(payload: etree._Element) -> tuple[str, str] | None:
+    """(fault code, fault string) when ``payload`` is a SOAP 1.1 or 1.2 Fault."""
+    if payload.tag == f"{{{SOAP11_NS}}}Fault":
+        return (
+            _child_text(payload, "faultcode") or "soap:Server",
+            _child_text(payload, "faultstring"),
+        )
+    if payload.tag == f"{{{SOAP12_NS}}}Fault":
+        code = payload.find(f"{{{SOAP12_NS}}}Code/{{{SOAP12_NS}}}Value")
+        reason = payload.find(f"{{{SOAP12_NS}}}Reason/{{{SOAP12_NS}}}Text")
+        return (
+            (code.text or "").strip() if code is not None else "env:Receiver",
+            (reason.text or "").strip() if reason is not None else "",
+        )
+    return None
+
+
+def _child_text(element: etree._Element, local: str) -> str:
+    for child in element:
+        if isinstance(child.tag, str) and etree.QName(child).localname == local:
+            return "".join(str(t) for t in child.itertext()).strip()
+    return ""
+
+
+def _name(element: etree._Element) -> str:
+    q = etree.QName(element)
+    return f"{{{q.namespace}}}{q.localname}" if q.namespace else q.localname
+
+
+def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
+    """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
+    xml: XmlType = cls.__xml__
+    expected = f"{{{NAMESPACE}}}{xml.name}"
+    if payload.tag != expected:
+        raise ReadError(f"expected the element {expected}, got {_name(payload)}")
+    return _read(payload, cls, f"/{xml.name}")
+
+
+def _read(element: etree._Element, cls: type[Any], path: str) -> Any:
+    xml: XmlType = cls.__xml__
+    by_name: dict[str, list[etree._Element]] = {}
+    for child in element:
+        if not isinstance(child.tag, str):
+            continue
+        by_name.setdefault(str(child.tag), []).append(child)
+    values: dict[str, Any] = {}
+    for f in xml.fields:
+        found = by_name.pop(f"{{{NAMESPACE}}}{f.name}", [])
+        if len(found) < f.min_occurs:
+            raise ReadError(f"the response lacks {path}/{f.name}")
+        if f.max_occurs is not None and len(found) > f.max_occurs:
+            raise ReadError(
+                f"the response has {len(found)} {path}/{f.name}, at most {f.max_occurs}"
+            )
+        items = []
+        for i, child in enumerate(found, 1):
+            child_path = f"{path}/{f.name}" + (f"[{i}]" if f.repeated else "")
+            if f.complex_type is not None:
+                items.append(_read(child, f.complex_type, child_path))
+            else:
+                items.append(_scalar(f.xsd_type, child, child_path))
+        if f.repeated:
+            values[f.attr] = tuple(items)
+        else:
+            values[f.attr] = items[0] if items else None
+    if by_name:
+        # The service may grow: unknown elements are tolerated.
+        logger.debug("ignoring unknown elements in %s: %s", path, ", ".join(sorted(by_name)))
+    return cls(**values)
+
+
+def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:
+    if len(element):
+        raise ReadError(f"{path} must hold text, not elements")
+    text = element.text or ""
+    if xsd_type == "string":
+        return text
+    token = text.strip()
+    if xsd_type == "boolean":
+        if token in ("true", "1"):
+            return True
+        if token in ("false", "0"):
+            return False
+        raise ReadError(f"{path} is not a boolean: {token[:40]!r}")
+    if xsd_type in ("int", "long"):
+        low, high = (INT_MIN, INT_MAX) if xsd_type == "int" else (LONG_MIN, LONG_MAX)
+        try:
+            if len(token) > 25:
+                raise ValueError
+            number = int(token)
+        except ValueError:
+            raise ReadError(f"{path} is not an integer: {token[:40]!r}") from None
+        if not low <= number <= high:
+            raise ReadError(f"{path} is out of range for xs:{xsd_type}: {number}")
+        return number
+    if xsd_type == "base64Binary":
+        try:
+            return base64.b64decode("".join(token.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raise ReadError(f"{path} is not valid base64") from None
+    raise ReadError(f"{path} has the unsupported type xs:{xsd_type}")

@@ -1,0 +1,493 @@
+"""The FaxWS client: typed calls over the exact wire form."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from faxws._checks import check_int, check_request_id, check_text
+from faxws._reader import ReadError, fault_of, parse_document, read_payload, soap_payload
+from faxws._transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT,
+    HttpTransport,
+    RawResponse,
+    Timeout,
+)
+from faxws._version import __version__
+from faxws._wire import PATH, envelope, headers
+from faxws._xsd import Operation
+from faxws.auth import Credentials, credentials_from
+from faxws.bindings import (
+    OPERATIONS,
+    FaxJobFile,
+    FaxJobFiles,
+    FaxJobRecipient,
+    FaxJobRecipients,
+    FaxSendResponse,
+    GetFaxBroadcastReport,
+    GetFaxBroadcastReportResponse,
+    SendFax,
+    WSError,
+)
+from faxws.errors import (
+    AuthenticationError,
+    BadInputError,
+    ConnectError,
+    HTTPStatusError,
+    ProtocolError,
+    ServiceError,
+    SoapFaultError,
+    TransportError,
+    excerpt,
+)
+from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
+
+__all__ = ["FaxClient"]
+
+logger = logging.getLogger("faxws")
+
+_T = TypeVar("_T")
+_RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+def service_url(
+    base_url: str, *, credentials: bool = True, allow_insecure_http: bool = False
+) -> str:
+    """``{base_url}/fax/v5``, after checking that ``base_url`` is a plain service root."""
+    if not isinstance(base_url, str):
+        raise BadInputError("base_url", f"must be a str, not {type(base_url).__name__}")
+    if any(c.isspace() or ord(c) < 0x20 for c in base_url):
+        raise BadInputError("base_url", "must not contain whitespace or control characters")
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError as exc:
+        raise BadInputError("base_url", f"is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise BadInputError(
+            "base_url", f"scheme must be http or https, not {parts.scheme or '(none)'!r}"
+        )
+    if not parts.hostname:
+        raise BadInputError("base_url", "has no host")
+    if "@" in parts.netloc:
+        raise BadInputError("base_url", "must not contain user information (user@host)")
+    if "?" in base_url or parts.query:
+        raise BadInputError("base_url", "must not contain a query (?...)")
+    if "#" in base_url or parts.fragment:
+        raise BadInputError("base_url", "must not contain a fragment (#...)")
+    insecure = parts.scheme == "http" and credentials and not allow_insecure_http
+    if insecure and not _is_loopback(parts.hostname):
+        raise BadInputError(
+            "base_url",
+            f"plain http to {parts.hostname} would expose the credentials; use https "
+            "(or pass allow_insecure_http=True)",
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith(PATH):
+        path += PATH
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if port is not None:
+        netloc += f":{port}"
+    return f"{parts.scheme}://{netloc}{path}"
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class FaxClient:
+    """A client of the FaxWS v5 service.
+
+    Give exactly one of ``token`` (OAuth 2.0: a string, or a zero-argument callable returning
+    one, called for each request) and ``pin`` (username-and-password mode).
+
+    A client holds one pooled HTTP session and is safe to share between threads. Use it as a
+    context manager, or call :meth:`close`, to release the connections.
+
+    Args:
+        base_url: the service root, e.g. ``https://fax.example.com``; requests go to
+            ``{base_url}/fax/v5`` (a base URL already ending in ``/fax/v5`` is kept).
+        user_id: the account, e.g. ``mbx1234567890``.
+        token: OAuth 2.0 access token or token provider.
+        pin: PIN or password.
+        timeout: seconds, or (connect, read) seconds. Default (10, 60).
+        verify: TLS verification: True, or a path to a CA bundle.
+        proxies: requests-style proxy mapping; the environment's proxy settings are ignored.
+        allow_insecure_http: allow credentials over plain http to a non-loopback host.
+        retries: how often a request that surely was not delivered (connection refused), or
+            a report request after a connection error or HTTP 502/503/504, is sent again.
+        retry_backoff: seconds before the first retry; doubled for each further one.
+        max_connections: size of the connection pool.
+        max_response_bytes: responses larger than this are refused.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        user_id: str,
+        token: str | Callable[[], str] | None = None,
+        pin: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        verify: bool | str = True,
+        proxies: Mapping[str, str] | None = None,
+        allow_insecure_http: bool = False,
+        retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_connections: int = 16,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self._user_id = check_text("user_id", user_id, required=True)
+        self._auth: Credentials = credentials_from(token, pin)
+        self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+        self._retries = check_int("retries", retries, 0, 10)
+        if not isinstance(retry_backoff, (int, float)) or retry_backoff < 0:
+            raise BadInputError("retry_backoff", "must be a number of seconds >= 0")
+        self._retry_backoff = float(retry_backoff)
+        _check_timeout(timeout)
+        self._transport = HttpTransport(
+            self._url,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            max_connections=check_int("max_connections", max_connections, 1, 1024),
+            max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
+            user_agent=f"faxws/{__version__}",
+        )
+
+    @property
+    def url(self) -> str:
+        """The endpoint every request is posted to."""
+        return self._url
+
+    @property
+    def user_id(self) -> str:
+        return self._user_id
+
+    @property
+    def auth_mode(self) -> str:
+        """``"oauth2"`` or ``"pin"``."""
+        return self._auth.mode
+
+    def __repr__(self) -> str:
+        return f"FaxClient(url={self._url!r}, user_id={self._user_id!r}, auth={self._auth!r})"
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._transport.close()
+
+    def __enter__(self) -> FaxClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- operations -------------------------------------------------------------------------
+
+    def send_fax(
+        self,
+        recipients: Sequence[Recipient | str],
+        files: Sequence[FaxFile],
+        request_id: str | None = None,
+    ) -> SendFaxResult:
+        """Submit a fax job: every file to every recipient.
+
+        Never sent again automatically once any byte may have reached the service.
+
+        Raises:
+            BadInputError: before anything is sent.
+            ServiceError, SoapFaultError, AuthenticationError, HTTPStatusError,
+            TransportError, ProtocolError: see :mod:`faxws.errors`.
+        """
+        rid = _request_id(request_id)
+        request = _with_request_id(rid, lambda: self._send_fax_request(recipients, files))
+        response, raw = self._call(OPERATIONS["SendFax"], request, rid, idempotent=False)
+        assert isinstance(response, FaxSendResponse)
+        _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
+        job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
+        if len(job_ids) != len(request.recipients.item):
+            # Not an error: the job was accepted, and raising would invite a second send.
+            logger.warning(
+                "SendFax request_id=%s: %d job ids for %d recipients",
+                rid,
+                len(job_ids),
+                len(request.recipients.item),
+            )
+        return SendFaxResult(
+            job_ids=job_ids,
+            ttfp=response.ttfp,
+            request_id=rid,
+            activity_id=raw.headers.get("x-ch-activity-id"),
+            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
+        )
+
+    def get_fax_broadcast_report(
+        self,
+        job_id: str,
+        recipient_type: int | None = None,
+        recip_address: str | None = None,
+        request_id: str | None = None,
+    ) -> BroadcastReportResult:
+        """Ask for the broadcast report of a job, optionally narrowed to one recipient.
+
+        ``recipient_type`` and ``recip_address`` go together; with neither, ``RecipientType``
+        0 and an empty ``RecipAddress`` are sent (an assumption: the interface does not say
+        how to ask for the whole job).
+
+        Raises:
+            BadInputError: before anything is sent.
+            ServiceError: for example code -5019 for an unknown job id.
+        """
+        rid = _request_id(request_id)
+        request = _with_request_id(
+            rid, lambda: self._report_request(job_id, recipient_type, recip_address)
+        )
+        response, raw = self._call(
+            OPERATIONS["GetFaxBroadcastReport"], request, rid, idempotent=True
+        )
+        assert isinstance(response, GetFaxBroadcastReportResponse)
+        _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
+        return BroadcastReportResult(
+            job_id=request.job_id,
+            request_id=rid,
+            activity_id=raw.headers.get("x-ch-activity-id"),
+            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
+            recipient_type=request.recipient_type,
+            recip_address=request.recip_address,
+        )
+
+    # -- building requests ----------------------------------------------------------------
+
+    def _send_fax_request(
+        self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
+    ) -> SendFax:
+        return SendFax(
+            user_id=self._user_id,
+            str_pin=self._auth.pin(),
+            recipients=FaxJobRecipients(item=_recipients(recipients)),
+            fax_job_files=FaxJobFiles(item=_files(files)),
+        )
+
+    def _report_request(
+        self, job_id: str, recipient_type: int | None, recip_address: str | None
+    ) -> GetFaxBroadcastReport:
+        check_text("job_id", job_id, required=True)
+        if (recipient_type is None) != (recip_address is None):
+            raise BadInputError(
+                "recipient_type/recip_address", "give both to narrow the report, or neither"
+            )
+        rtype = 0 if recipient_type is None else check_int("recipient_type", recipient_type)
+        address = (
+            ""
+            if recip_address is None
+            else check_text("recip_address", recip_address, required=True)
+        )
+        return GetFaxBroadcastReport(
+            user_id=self._user_id,
+            str_pin=self._auth.pin(),
+            job_id=job_id,
+            recipient_type=rtype,
+            recip_address=address,
+        )
+
+    # -- the exchange -----------------------------------------------------------------------
+
+    def _call(
+        self, operation: Operation, request: Any, rid: str, *, idempotent: bool
+    ) -> tuple[Any, RawResponse]:
+        body = envelope(request)
+        payload = body.payload()
+        attempt = 0
+        refreshed = False
+        while True:
+            token = self._auth.bearer_token(rid)
+            logger.debug(
+                "%s request_id=%s POST %s (%d bytes, attempt %d)",
+                operation.name,
+                rid,
+                self._url,
+                len(body),
+                attempt + 1,
+            )
+            try:
+                raw = self._transport.post(payload, headers(rid, token), rid)
+            except TransportError as exc:
+                retry = isinstance(exc, ConnectError) or (idempotent and exc.maybe_delivered)
+                if retry and attempt < self._retries:
+                    attempt = self._back_off(operation, rid, attempt, type(exc).__name__)
+                    continue
+                logger.debug("%s request_id=%s failed: %s", operation.name, rid, type(exc).__name__)
+                raise
+            logger.debug(
+                "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
+                operation.name,
+                rid,
+                raw.status,
+                len(raw.content),
+                raw.elapsed,
+                raw.headers.get("x-ch-activity-id"),
+            )
+            if raw.status == 401 and not refreshed and self._auth.refresh():
+                refreshed = True
+                continue
+            if idempotent and raw.status in _RETRY_STATUSES and attempt < self._retries:
+                attempt = self._back_off(operation, rid, attempt, f"HTTP {raw.status}")
+                continue
+            return _interpret(operation, raw, rid, self._auth), raw
+
+    def _back_off(self, operation: Operation, rid: str, attempt: int, why: str) -> int:
+        delay = self._retry_backoff * (2**attempt)
+        logger.info("%s request_id=%s: %s, retrying in %.2fs", operation.name, rid, why, delay)
+        time.sleep(delay)
+        return attempt + 1
+
+
+def _check_timeout(timeout: object) -> None:
+    values = timeout if isinstance(timeout, tuple) else (timeout,)
+    if not 1 <= len(values) <= 2 or any(
+        isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in values
+    ):
+        raise BadInputError("timeout", "must be seconds > 0, or a (connect, read) pair of them")
+
+
+def _request_id(request_id: str | None) -> str:
+    return str(uuid.uuid4()) if request_id is None else check_request_id(request_id)
+
+
+def _with_request_id(rid: str, build: Callable[[], _T]) -> _T:
+    try:
+        return build()
+    except BadInputError as exc:
+        exc.request_id = rid
+        raise
+
+
+def _recipients(recipients: Sequence[Recipient | str]) -> tuple[FaxJobRecipient, ...]:
+    if isinstance(recipients, (str, bytes, Recipient)) or not isinstance(recipients, Sequence):
+        raise BadInputError("recipients", "must be a list of Recipient")
+    if not recipients:
+        raise BadInputError("recipients", "must hold at least one recipient")
+    out = []
+    for i, r in enumerate(recipients):
+        try:
+            recipient = Recipient(r) if isinstance(r, str) else r
+        except BadInputError as exc:
+            raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
+        if not isinstance(recipient, Recipient):
+            raise BadInputError(f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}")
+        out.append(
+            FaxJobRecipient(
+                recip_fax_number=recipient.fax_number,
+                recip_company=recipient.company,
+                recip_title=recipient.title,
+                recip_name=recipient.name,
+                recip_secure_csid=recipient.secure_csid,
+            )
+        )
+    return tuple(out)
+
+
+def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
+    if isinstance(files, (str, bytes, FaxFile)) or not isinstance(files, Sequence):
+        raise BadInputError("files", "must be a list of FaxFile")
+    if not files:
+        raise BadInputError("files", "must hold at least one file")
+    out = []
+    owner: dict[int, int] = {}
+    for i, f in enumerate(files):
+        if not isinstance(f, FaxFile):
+            raise BadInputError(f"files[{i}]", f"must be a FaxFile, not {type(f).__name__}")
+        index = f.index if f.index is not None else i + 1
+        if index in owner:
+            raise BadInputError(
+                f"files[{i}].index", f"{index} is also the index of files[{owner[index]}]"
+            )
+        owner[index] = i
+        out.append(FaxJobFile(file_index=index, file_type_id=f.file_type, file_data=f.content))
+    return tuple(out)
+
+
+def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentials) -> Any:
+    """The response payload as the operation's output class, or the matching error."""
+    status = raw.status
+
+    def body_text() -> str:
+        return auth.redact(raw.content[:4000].decode("utf-8", "replace"))
+
+    try:
+        payload = soap_payload(parse_document(raw.content))
+    except ReadError as exc:
+        if status in (401, 403):
+            raise AuthenticationError(
+                f"the service rejected the credentials (HTTP {status})",
+                request_id=rid,
+                status_code=status,
+            ) from None
+        if not 200 <= status < 300:
+            raise HTTPStatusError(
+                f"HTTP {status} without a SOAP answer",
+                request_id=rid,
+                status_code=status,
+                body_excerpt=excerpt(body_text()),
+                maybe_delivered=status >= 500,
+            ) from None
+        raise ProtocolError(
+            exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
+        ) from None
+    fault = fault_of(payload)
+    if status in (401, 403):
+        raise AuthenticationError(
+            f"the service rejected the credentials (HTTP {status})"
+            + (f": {excerpt(auth.redact(fault[1]), 200)}" if fault else ""),
+            request_id=rid,
+            status_code=status,
+            fault_string=auth.redact(fault[1]) if fault else None,
+        )
+    if fault is not None:
+        raise SoapFaultError(
+            auth.redact(fault[0]), auth.redact(fault[1]), request_id=rid, status_code=status
+        )
+    if not 200 <= status < 300:
+        raise HTTPStatusError(
+            f"HTTP {status} with a SOAP answer that is not a fault",
+            request_id=rid,
+            status_code=status,
+            body_excerpt=excerpt(body_text()),
+            maybe_delivered=status >= 500,
+        )
+    try:
+        return read_payload(payload, operation.output)
+    except ReadError as exc:
+        raise ProtocolError(
+            exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
+        ) from None
+
+
+def _raise_for_ws_error(
+    ok: bool, error: WSError, rid: str, raw: RawResponse, auth: Credentials
+) -> None:
+    if ok and error.error_code == 0:
+        return
+    text = error.error_string or ("the service returned false" if not ok else "")
+    raise ServiceError(error.error_code, auth.redact(text), request_id=rid, status_code=raw.status)
+
+
+def _int_header(raw: RawResponse, name: str) -> int | None:
+    value = raw.headers.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value.strip())
+    except ValueError:
+        return None

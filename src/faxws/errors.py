@@ -1,0 +1,248 @@
+"""The exceptions faxws raises: one hierarchy under :class:`FaxWSError`.
+
+Every error carries the request id of the call it belongs to (``None`` only for errors raised
+outside a call, such as building a :class:`~faxws.Recipient` with a bad value), the HTTP status
+where there was a response, and ``maybe_delivered``: whether the request may have reached the
+service. Only a ``maybe_delivered=False`` failure of SendFax is safe to send again.
+
+Lower layers never leak through: requests, urllib3 and lxml exceptions are mapped onto these
+classes (the original stays available as ``__cause__``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from faxws.validation import ValidationIssue
+
+__all__ = [
+    "AuthenticationError",
+    "BadInputError",
+    "ConnectError",
+    "FaxWSError",
+    "HTTPStatusError",
+    "ProtocolError",
+    "RequestTimeoutError",
+    "ServiceError",
+    "SoapFaultError",
+    "TransportError",
+]
+
+#: Most characters of a response body an error message quotes.
+BODY_EXCERPT_LIMIT = 500
+
+
+def excerpt(text: str, limit: int = BODY_EXCERPT_LIMIT) -> str:
+    """Shorten ``text`` to at most ``limit`` characters, marking the cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+class FaxWSError(Exception):
+    """Base class of every error faxws raises.
+
+    Attributes:
+        message: what went wrong, in one sentence.
+        request_id: the ``x-ch-request-id`` of the call, or None outside a call.
+        status_code: the HTTP status of the response, or None when there was none.
+        maybe_delivered: True when the request may have reached the service, so that
+            repeating a SendFax could send the fax twice.
+    """
+
+    maybe_delivered: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.request_id = request_id
+        self.status_code = status_code
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.status_code is not None:
+            parts.append(f"HTTP {self.status_code}")
+        if self.request_id is not None:
+            parts.append(f"request id {self.request_id}")
+        if len(parts) == 1:
+            return self.message
+        return f"{self.message} ({', '.join(parts[1:])})"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+
+class BadInputError(FaxWSError, ValueError):
+    """An argument is invalid. Raised before any byte is sent.
+
+    Attributes:
+        field: the argument or element at fault, e.g. ``recipients[0].fax_number`` or
+            ``/SendFax/FaxJobFiles/item[1]/FileTypeId``.
+        problem: what is wrong with it.
+        issues: for schema validation, every issue found (the first is ``field``/``problem``).
+    """
+
+    def __init__(
+        self,
+        field: str,
+        problem: str,
+        *,
+        request_id: str | None = None,
+        issues: Sequence[ValidationIssue] = (),
+    ) -> None:
+        super().__init__(f"{field}: {problem}", request_id=request_id)
+        self.field = field
+        self.problem = problem
+        self.issues = tuple(issues)
+
+
+class ServiceError(FaxWSError):
+    """The service answered, but refused the request (``return`` false or a non-zero WSError).
+
+    Attributes:
+        code: the WSError ``ErrorCode`` (for example -5019, "Invalid Job ID").
+        error_string: the WSError ``ErrorString``.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        error_string: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        text = error_string or "no error text"
+        super().__init__(
+            f"service error {code}: {excerpt(text)}",
+            request_id=request_id,
+            status_code=status_code,
+        )
+        self.code = code
+        self.error_string = error_string
+
+
+class SoapFaultError(FaxWSError):
+    """The service answered with a SOAP fault.
+
+    Attributes:
+        fault_code: the fault code, e.g. ``soap:Client`` or ``soap:Server``.
+        fault_string: the fault text (at most 500 characters).
+    """
+
+    def __init__(
+        self,
+        fault_code: str,
+        fault_string: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        self.fault_code = fault_code
+        self.fault_string = excerpt(fault_string)
+        super().__init__(
+            f"SOAP fault {fault_code}: {self.fault_string}",
+            request_id=request_id,
+            status_code=status_code,
+        )
+
+
+class AuthenticationError(FaxWSError):
+    """The service rejected the credentials (HTTP 401 or 403).
+
+    Attributes:
+        fault_string: the fault text of the response, if it had one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+        fault_string: str | None = None,
+    ) -> None:
+        super().__init__(message, request_id=request_id, status_code=status_code)
+        self.fault_string = fault_string
+
+
+class HTTPStatusError(FaxWSError):
+    """The service answered with an HTTP error status and no SOAP fault (an HTML error page,
+    a 502 from a gateway, a redirect). ``maybe_delivered`` is True for 5xx statuses.
+
+    Attributes:
+        body_excerpt: at most 500 characters of the response body.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+        body_excerpt: str = "",
+        maybe_delivered: bool = False,
+    ) -> None:
+        super().__init__(message, request_id=request_id, status_code=status_code)
+        self.body_excerpt = body_excerpt
+        self.maybe_delivered = maybe_delivered
+
+
+class TransportError(FaxWSError):
+    """The HTTP exchange failed: connection, TLS, timeout, reset.
+
+    ``maybe_delivered`` says whether any of the request may have reached the service.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        maybe_delivered: bool,
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.maybe_delivered = maybe_delivered
+
+
+class ConnectError(TransportError):
+    """No connection could be made (refused, DNS, TLS handshake); nothing was sent."""
+
+    def __init__(self, message: str, *, request_id: str | None = None) -> None:
+        super().__init__(message, request_id=request_id, maybe_delivered=False)
+
+
+class RequestTimeoutError(TransportError):
+    """The connect or read time-out elapsed. A read time-out may follow delivery."""
+
+
+class ProtocolError(FaxWSError):
+    """The response is not a readable SOAP answer of the expected form (not XML, a DTD,
+    the wrong element, a missing part, too large). The request did reach the service, so
+    ``maybe_delivered`` is True.
+
+    Attributes:
+        body_excerpt: at most 500 characters of the response body.
+    """
+
+    maybe_delivered = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        status_code: int | None = None,
+        body_excerpt: str = "",
+    ) -> None:
+        super().__init__(message, request_id=request_id, status_code=status_code)
+        self.body_excerpt = body_excerpt

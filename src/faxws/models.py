@@ -1,0 +1,369 @@
+"""What callers pass in and get back: recipients, files, file types and results.
+
+The request and response elements themselves are the generated classes in
+:mod:`faxws.bindings`; these are the friendly layer on top (type inference, file indexes,
+checks that name the argument at fault).
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from faxws._checks import check_int, check_text
+from faxws._xsd import INT_MAX
+from faxws.errors import BadInputError
+
+__all__ = [
+    "BroadcastReportResult",
+    "FaxFile",
+    "FileType",
+    "Recipient",
+    "SendFaxResult",
+]
+
+
+class FileType(enum.IntEnum):
+    """Known values of ``FileTypeId``.
+
+    These are the ids public client code uses; the service's own table is not public, so this
+    is not a closed set: any xs:int is accepted wherever a file type is expected.
+    The TIFF merge-cover id (3 or 4, sources disagree) is left out on purpose.
+    """
+
+    TIFF_G3 = 1
+    TIFF_G4 = 2
+    WORD = 100
+    PDF = 101
+    RTF = 102
+    EXCEL = 103
+    POWERPOINT = 104
+    TEXT = 105
+    VISIO = 106
+    GIF = 107
+    JPEG = 108
+    TIFF_COLOR = 109
+    HTML = 111
+    PNG = 120
+    """Seen in one public source only."""
+
+
+#: File name extensions whose type is unambiguous. TIFF is not here: G3, G4 and colour TIFF
+#: have different ids and the extension does not tell them apart.
+EXTENSION_TYPES: dict[str, FileType] = {
+    ".pdf": FileType.PDF,
+    ".doc": FileType.WORD,
+    ".docx": FileType.WORD,
+    ".rtf": FileType.RTF,
+    ".xls": FileType.EXCEL,
+    ".xlsx": FileType.EXCEL,
+    ".ppt": FileType.POWERPOINT,
+    ".pptx": FileType.POWERPOINT,
+    ".txt": FileType.TEXT,
+    ".vsd": FileType.VISIO,
+    ".vsdx": FileType.VISIO,
+    ".gif": FileType.GIF,
+    ".jpg": FileType.JPEG,
+    ".jpeg": FileType.JPEG,
+    ".htm": FileType.HTML,
+    ".html": FileType.HTML,
+    ".mht": FileType.HTML,
+    ".mhtml": FileType.HTML,
+    ".png": FileType.PNG,
+}
+
+
+def file_type_from_name(name: str) -> int:
+    """``"pdf"``, ``"PDF"``, ``".pdf"``, ``"tiff_g4"`` or ``"101"`` -> the type id."""
+    text = name.strip()
+    try:
+        return check_int("file_type", int(text))
+    except ValueError:
+        pass
+    key = text.lower()
+    if key.startswith("."):
+        key = key[1:]
+    ext = EXTENSION_TYPES.get(f".{key}")
+    if ext is not None:
+        return int(ext)
+    try:
+        return int(FileType[key.upper()])
+    except KeyError:
+        known = ", ".join(sorted({m.name.lower() for m in FileType}))
+        raise BadInputError("file_type", f"unknown file type {name!r}; known: {known}") from None
+
+
+def _check_file_type(value: object, field_name: str) -> int:
+    return check_int(field_name, value)
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """One recipient of a fax. All five elements are always sent, empty when not given."""
+
+    fax_number: str
+    company: str = ""
+    title: str = ""
+    name: str = ""
+    secure_csid: str = ""
+
+    def __post_init__(self) -> None:
+        check_text("fax_number", self.fax_number, required=True)
+        if not any(c.isdigit() for c in self.fax_number):
+            raise BadInputError("fax_number", f"{self.fax_number!r} has no digits")
+        for name in ("company", "title", "name", "secure_csid"):
+            check_text(name, getattr(self, name))
+
+
+_CHUNK_MULTIPLE = 3  # base64 encodes 3 bytes into 4 characters; chunks must keep that alignment
+
+
+class _BytesContent:
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self._data = memoryview(bytes(data) if isinstance(data, bytearray) else data).cast("B")
+
+    @property
+    def size(self) -> int:
+        return self._data.nbytes
+
+    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
+        data = self._data
+        for start in range(0, data.nbytes, chunk_size):
+            yield bytes(data[start : start + chunk_size])
+
+
+class _PathContent:
+    __slots__ = ("_path", "_size")
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._path = path
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
+        remaining = self._size
+        with open(self._path, "rb") as fh:
+            while remaining > 0:
+                chunk = fh.read(min(chunk_size, remaining))
+                if not chunk:
+                    raise OSError(f"{self._path.name} shrank while being sent")
+                remaining -= len(chunk)
+                yield chunk
+
+
+class _StreamContent:
+    """A seekable binary file object, read from its position at construction each time."""
+
+    __slots__ = ("_size", "_start", "_stream")
+
+    def __init__(self, stream: BinaryIO, start: int, size: int) -> None:
+        self._stream = stream
+        self._start = start
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
+        self._stream.seek(self._start)
+        remaining = self._size
+        while remaining > 0:
+            chunk = self._stream.read(min(chunk_size, remaining))
+            if not chunk:
+                raise OSError("the file object ended early while being sent")
+            remaining -= len(chunk)
+            yield chunk
+
+
+Content = _BytesContent | _PathContent | _StreamContent
+
+
+class FaxFile:
+    """One document of a fax job.
+
+    ``data`` is bytes, a path (:class:`os.PathLike`), or a binary file object. A ``str`` is
+    refused: it is ambiguous between a path and content (use :meth:`from_path` for a path).
+    Paths and seekable file objects are read while sending, in chunks, so a large document is
+    never held in memory whole. ``index`` is the 1-based ``FileIndex``; when None the client
+    numbers the files 1..n in order.
+    """
+
+    __slots__ = ("_content", "_file_type", "_index", "_name")
+
+    def __init__(
+        self,
+        data: bytes | bytearray | memoryview | os.PathLike[str] | BinaryIO,
+        file_type: int,
+        index: int | None = None,
+    ) -> None:
+        self._file_type = _check_file_type(file_type, "file_type")
+        if index is not None:
+            check_int("index", index, 1, INT_MAX)
+        self._index = index
+        self._content, self._name = _content_of(data)
+        if self._content.size == 0:
+            raise BadInputError("data", f"{self._name} is empty")
+
+    @classmethod
+    def from_path(
+        cls,
+        path: str | os.PathLike[str],
+        file_type: int | None = None,
+        index: int | None = None,
+    ) -> FaxFile:
+        """A file on disk; ``file_type`` is inferred from the extension when not given."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise BadInputError("path", f"must be a str or a path, not {type(path).__name__}")
+        p = Path(path)
+        if file_type is None:
+            ext = p.suffix.lower()
+            inferred = EXTENSION_TYPES.get(ext)
+            if inferred is None:
+                hint = " (TIFF has several ids: pass FileType.TIFF_G3, TIFF_G4 or TIFF_COLOR)"
+                raise BadInputError(
+                    "file_type",
+                    f"cannot infer the type of {p.name!r} from its extension {ext or '(none)'!r}"
+                    f"; pass file_type{hint if ext in ('.tif', '.tiff') else ''}",
+                )
+            file_type = inferred
+        return cls(p, file_type, index)
+
+    @property
+    def file_type(self) -> int:
+        return self._file_type
+
+    @property
+    def index(self) -> int | None:
+        return self._index
+
+    @property
+    def size(self) -> int:
+        """Size of the document in bytes (before base64)."""
+        return self._content.size
+
+    @property
+    def name(self) -> str:
+        """A short description of the source, for messages: the file name or ``<bytes>``."""
+        return self._name
+
+    @property
+    def content(self) -> Content:
+        """The document as :class:`~faxws._xsd.BinaryContent`."""
+        return self._content
+
+    def with_index(self, index: int) -> FaxFile:
+        clone = object.__new__(FaxFile)
+        clone._content, clone._name = self._content, self._name
+        clone._file_type = self._file_type
+        clone._index = check_int("index", index, 1, INT_MAX)
+        return clone
+
+    def read_bytes(self) -> bytes:
+        """The whole document (reads it into memory)."""
+        return b"".join(self._content.iter_bytes(1 << 20))
+
+    def __repr__(self) -> str:
+        try:
+            type_text = FileType(self._file_type).name
+        except ValueError:
+            type_text = str(self._file_type)
+        return (
+            f"FaxFile({self._name}, file_type={type_text}, index={self._index}, "
+            f"size={self._content.size})"
+        )
+
+
+def _content_of(
+    data: object,
+) -> tuple[Content, str]:
+    if isinstance(data, str):
+        raise BadInputError(
+            "data",
+            "is a str: pass bytes for content, or FaxFile.from_path() / a pathlib.Path for a file",
+        )
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return _BytesContent(data), "<bytes>"
+    if isinstance(data, os.PathLike):
+        path = Path(data)
+        try:
+            if path.is_dir():
+                raise BadInputError("data", f"{path.name!r} is a directory, not a file")
+            with open(path, "rb"):
+                pass
+            size = path.stat().st_size
+        except BadInputError:
+            raise
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise BadInputError("data", f"cannot read {path.name!r}: {reason}") from None
+        return _PathContent(path, size), path.name
+    if hasattr(data, "read"):
+        return _stream_content(data)
+    raise BadInputError(
+        "data", f"must be bytes, a path or a binary file object, not {type(data).__name__}"
+    )
+
+
+def _stream_content(stream: object) -> tuple[Content, str]:
+    if isinstance(stream, io.TextIOBase):
+        raise BadInputError("data", "is a text file object; open the file in binary mode ('rb')")
+    raw_name = getattr(stream, "name", None)
+    name = Path(raw_name).name if isinstance(raw_name, str) else "<stream>"
+    try:
+        probe = stream.read(0)  # type: ignore[attr-defined]
+        if not isinstance(probe, bytes):
+            raise BadInputError("data", "file object does not return bytes; open it in 'rb' mode")
+        if getattr(stream, "seekable", lambda: False)():
+            start = stream.tell()  # type: ignore[attr-defined]
+            end = stream.seek(0, os.SEEK_END)  # type: ignore[attr-defined]
+            stream.seek(start)  # type: ignore[attr-defined]
+            return _StreamContent(stream, start, end - start), name  # type: ignore[arg-type]
+        # Not seekable: it can be read only once, and a retry needs it again.
+        return _BytesContent(stream.read()), name  # type: ignore[attr-defined]
+    except BadInputError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise BadInputError("data", f"cannot read the file object: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SendFaxResult:
+    """The outcome of a successful SendFax."""
+
+    job_ids: tuple[str, ...]
+    """One job id per recipient, in the order the recipients were given."""
+    ttfp: int
+    """The service's estimate of seconds until the job starts (TTFP)."""
+    request_id: str
+    """The ``x-ch-request-id`` sent with the request."""
+    activity_id: str | None = None
+    """The service's ``x-ch-activity-id`` response header, if it sent one."""
+    execution_time_ms: int | None = None
+    """The service's ``x-ch-execution-time`` response header, if it sent one."""
+
+
+@dataclass(frozen=True, slots=True)
+class BroadcastReportResult:
+    """The outcome of a successful GetFaxBroadcastReport: the service accepted the request.
+
+    The response carries no report records (the report's delivery is not shown in the
+    interface); this records what was asked and the tracing ids.
+    """
+
+    job_id: str
+    request_id: str
+    activity_id: str | None = None
+    execution_time_ms: int | None = None
+    recipient_type: int = 0
+    recip_address: str = ""
