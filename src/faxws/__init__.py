@@ -5,6 +5,8 @@
 >>> client.send_fax([Recipient("+1 555 0100")], [FaxFile.from_path("a.pdf")])  # doctest: +SKIP
 """
 
+import logging
+
 from faxws._version import __version__
 from faxws.auth import BearerAuth, PinAuth, TokenProvider
 from faxws.client import FaxClient
@@ -22,6 +24,9 @@ from faxws.errors import (
 )
 from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
 from faxws.validation import ValidationIssue
+
+# A library does not configure logging; the application decides where records go.
+logging.getLogger("faxws").addHandler(logging.NullHandler())
 
 __all__ = [
     "AuthenticationError",

@@ -47,6 +47,7 @@ from faxws.errors import (
     excerpt,
 )
 from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
+from faxws.validation import check_request
 
 __all__ = ["FaxClient"]
 
@@ -307,6 +308,9 @@ class FaxClient:
         self, operation: Operation, request: Any, rid: str, *, idempotent: bool
     ) -> tuple[Any, RawResponse]:
         body = envelope(request)
+        # The bindings and the checks above should make this unreachable; the schema has
+        # the last word all the same, before anything is sent.
+        check_request(body.skeleton(), rid)
         payload = body.payload()
         attempt = 0
         refreshed = False

@@ -1,0 +1,200 @@
+"""Bad input: a BadInputError naming the field, raised before any request is made."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from conftest import URL, report_response, send_response
+from faxws import BadInputError, FaxClient, FaxFile, FaxWSError, Recipient
+
+BASE = "https://fax.example.com"
+OK_FILE = FaxFile(b"%PDF-1.4", 101)
+
+
+def client(**kw: Any) -> FaxClient:
+    args: dict[str, Any] = {"user_id": "mbx1", "token": "tok"}
+    args.update(kw)
+    return FaxClient(args.pop("base_url", BASE), **args)
+
+
+def send(*recipients: Any, files: Any = None, **kw: Any) -> Callable[[], object]:
+    return lambda: client().send_fax(
+        list(recipients) or ["+1 555 0100"], [OK_FILE] if files is None else files, **kw
+    )
+
+
+def report(*args: Any, **kw: Any) -> Callable[[], object]:
+    return lambda: client().get_fax_broadcast_report(*args, **kw)
+
+
+def missing_path() -> Callable[[], object]:
+    return lambda: FaxFile.from_path(Path("/nonexistent/dir/a.pdf"))
+
+
+CASES: list[tuple[str, Callable[[], object], str, str]] = [
+    # (case id, action, field named, words of the problem)
+    ("token with LF", lambda: client(token="abc\nX-Evil: 1"), "token", "U+000A"),
+    ("token with CR", lambda: client(token="abc\rdef"), "token", "U+000D"),
+    ("token with space", lambda: client(token="abc def"), "token", "U+0020"),
+    ("empty token", lambda: client(token=""), "token", "must not be empty"),
+    ("empty pin", lambda: client(token=None, pin=""), "pin", "must not be empty"),
+    ("pin with NUL", lambda: client(token=None, pin="12\x0034"), "pin", "U+0000"),
+    ("both token and pin", lambda: client(pin="1234"), "token/pin", "not both"),
+    ("neither token nor pin", lambda: client(token=None), "token/pin", "give token"),
+    ("user id with LF", lambda: client(user_id="mbx1\nx"), "user_id", "line break"),
+    ("empty user id", lambda: client(user_id=""), "user_id", "must not be empty"),
+    ("user id with NUL", lambda: client(user_id="mbx\x00"), "user_id", "U+0000"),
+    ("request id with CRLF", send(request_id="r1\r\nX-Evil: 1"), "request_id", "U+000D"),
+    ("request id too long", report("J", request_id="r" * 201), "request_id", "at most 200"),
+    (
+        "base url with userinfo",
+        lambda: client(base_url="https://u:p@fax.example.com"),
+        "base_url",
+        "user information",
+    ),
+    (
+        "base url with query",
+        lambda: client(base_url="https://fax.example.com/?a=1"),
+        "base_url",
+        "query",
+    ),
+    (
+        "base url with fragment",
+        lambda: client(base_url="https://fax.example.com/#top"),
+        "base_url",
+        "fragment",
+    ),
+    ("base url ftp scheme", lambda: client(base_url="ftp://fax.example.com"), "base_url", "scheme"),
+    ("base url without host", lambda: client(base_url="https:///fax"), "base_url", "no host"),
+    (
+        "plain http to a remote host",
+        lambda: client(base_url="http://fax.example.com"),
+        "base_url",
+        "use https",
+    ),
+    ("fax number without digits", send("call me"), "recipients[0].fax_number", "no digits"),
+    ("fax number empty", send(""), "recipients[0].fax_number", "must not be empty"),
+    ("recipient of wrong type", send(12345), "recipients[0]", "must be a Recipient"),
+    ("no recipients", lambda: client().send_fax([], [OK_FILE]), "recipients", "at least one"),
+    (
+        "recipients as a bare string",
+        lambda: client().send_fax("+1 555", [OK_FILE]),
+        "recipients",
+        "list of Recipient",
+    ),
+    ("no files", send(files=[]), "files", "at least one"),
+    ("file of wrong type", send(files=[b"%PDF"]), "files[0]", "must be a FaxFile"),
+    (
+        "duplicate file indexes",
+        send(files=[FaxFile(b"a", 101, 1), FaxFile(b"b", 101, 1)]),
+        "files[1].index",
+        "also the index of files[0]",
+    ),
+    (
+        "index collides with a position",
+        send(files=[FaxFile(b"a", 101, 2), FaxFile(b"b", 101)]),
+        "files[1].index",
+        "also the index",
+    ),
+    ("zero file index", lambda: FaxFile(b"a", 101, index=0), "index", "outside 1.."),
+    ("negative file index", lambda: FaxFile(b"a", 101, index=-3), "index", "outside 1.."),
+    ("file index above xs:int", lambda: FaxFile(b"a", 101, index=2**31), "index", "outside"),
+    ("file type above xs:int", lambda: FaxFile(b"a", 2**31), "file_type", "outside"),
+    ("file type below xs:int", lambda: FaxFile(b"a", -(2**31) - 1), "file_type", "outside"),
+    ("file type as a string", lambda: FaxFile(b"a", "pdf"), "file_type", "must be an int"),
+    ("file type as a bool", lambda: FaxFile(b"a", True), "file_type", "must be an int"),
+    ("empty file", lambda: FaxFile(b"", 101), "data", "empty"),
+    ("str as file data", lambda: FaxFile("%PDF-1.4 text", 101), "data", "is a str"),
+    ("text-mode file object", lambda: FaxFile(io.StringIO("x"), 101), "data", "binary mode"),
+    ("unreadable path", missing_path(), "data", "cannot read"),
+    ("unknown extension", lambda: FaxFile.from_path("notes.xyz"), "file_type", "'.xyz'"),
+    ("tiff needs an explicit type", lambda: FaxFile.from_path("scan.tif"), "file_type", "TIFF_G4"),
+    ("job id empty", report(""), "job_id", "must not be empty"),
+    ("job id with NUL", report("J\x001"), "job_id", "U+0000"),
+    ("recipient type without address", report("J1", recipient_type=1), "recipient_type", "both"),
+    (
+        "address without recipient type",
+        report("J1", recip_address="a@b.c"),
+        "recipient_type/recip_address",
+        "both",
+    ),
+    (
+        "recipient type above xs:int",
+        report("J1", recipient_type=2**31, recip_address="a@b.c"),
+        "recipient_type",
+        "outside",
+    ),
+    (
+        "address with U+FFFF",
+        report("J1", recipient_type=1, recip_address="a\uffffb"),
+        "recip_address",
+        "U+FFFF",
+    ),
+    ("negative timeout", lambda: client(timeout=-1), "timeout", "seconds"),
+]
+
+
+@pytest.mark.parametrize(
+    ("action", "field", "words"),
+    [pytest.param(a, f, w, id=i) for i, a, f, w in CASES],
+)
+def test_bad_input_is_refused_before_sending(
+    mocked: responses.RequestsMock, action: Callable[[], object], field: str, words: str
+) -> None:
+    mocked.post(URL, body=send_response(["J1"]))
+    with pytest.raises(BadInputError) as info:
+        action()
+    err = info.value
+    assert err.field.startswith(field), err.field
+    assert words in err.problem, err.problem
+    assert str(err).startswith(f"{err.field}: ")
+    assert len(mocked.calls) == 0
+
+
+def test_recipient_with_nul_in_name_is_refused_at_construction() -> None:
+    with pytest.raises(BadInputError) as info:
+        Recipient("+1 555 0100", name="Bob\x00")
+    assert (info.value.field, info.value.problem) == (
+        "name",
+        "contains U+0000, which XML cannot carry",
+    )
+
+
+def test_directory_as_file(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match="is a directory") as info:
+        FaxFile(tmp_path, 101)
+    assert info.value.field == "data"
+
+
+def test_bad_input_during_a_call_carries_the_request_id(mocked: responses.RequestsMock) -> None:
+    with pytest.raises(BadInputError) as info:
+        client().send_fax(["no digits here"], [OK_FILE], request_id="rid-77")
+    assert info.value.request_id == "rid-77"
+    assert "request id rid-77" in str(info.value)
+    assert len(mocked.calls) == 0
+
+
+def test_bad_input_error_is_a_faxws_error_and_a_value_error() -> None:
+    with pytest.raises(BadInputError) as info:
+        FaxFile(b"", 101)
+    assert isinstance(info.value, FaxWSError)
+    assert isinstance(info.value, ValueError)
+    assert info.value.maybe_delivered is False
+
+
+def test_plain_http_to_remote_host_allowed_only_by_explicit_opt_in() -> None:
+    c = client(base_url="http://fax.internal.example", allow_insecure_http=True)
+    assert c.url == "http://fax.internal.example/fax/v5"
+
+
+def test_report_with_both_narrowing_arguments_is_sent(mocked: responses.RequestsMock) -> None:
+    mocked.post(URL, body=report_response())
+    result = client().get_fax_broadcast_report("J1", 2, "ops@example.com")
+    assert (result.recipient_type, result.recip_address) == (2, "ops@example.com")
+    assert len(mocked.calls) == 1

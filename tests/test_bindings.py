@@ -1,0 +1,115 @@
+"""The generated bindings: up to date with the WSDL, and the same model zeep builds from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from conftest import GOLDEN
+from faxws import _codegen, bindings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_bindings_match_the_wsdl() -> None:
+    generated = _codegen.generate(ROOT / "wsdl" / "FaxWS.wsdl")
+    assert generated == (ROOT / "src" / "faxws" / "bindings.py").read_text(encoding="utf-8")
+
+
+def test_generation_is_deterministic() -> None:
+    wsdl = ROOT / "wsdl" / "FaxWS.wsdl"
+    assert _codegen.generate(wsdl) == _codegen.generate(wsdl)
+
+
+def test_operations_and_orders_come_from_the_wsdl() -> None:
+    ops = bindings.OPERATIONS
+    assert list(ops) == ["SendFax", "GetFaxBroadcastReport"]
+    assert ops["SendFax"].output is bindings.FaxSendResponse
+    assert all(op.soap_action == "" for op in ops.values())
+    names = [f.name for f in bindings.GetFaxBroadcastReport.__xml__.fields]
+    assert names == ["UserID", "strPIN", "JobId", "RecipientType", "RecipAddress"]
+
+
+@pytest.mark.parametrize(
+    ("xml", "attr"),
+    [
+        ("RecipFaxNumber", "recip_fax_number"),
+        ("strPIN", "str_pin"),
+        ("UserID", "user_id"),
+        ("TTFP", "ttfp"),
+        ("return", "return_"),
+        ("WSError", "ws_error"),
+        ("RecipSecureCSID", "recip_secure_csid"),
+    ],
+)
+def test_attribute_names(xml: str, attr: str) -> None:
+    assert _codegen.attr_name(xml) == attr
+
+
+def _shape(element: Any) -> tuple[str, str, list[Any]]:
+    children = [c for c in element if isinstance(c.tag, str)]
+    text = "" if children else (element.text or "")
+    return (element.tag, text, [_shape(c) for c in children])
+
+
+def _zeep_payload(operation: str, **values: Any) -> Any:
+    import zeep
+
+    client = zeep.Client(str(ROOT / "wsdl" / "FaxWS.wsdl"))
+    env = client.create_message(client.service, operation, **values)
+    return env.find("{http://schemas.xmlsoap.org/soap/envelope/}Body")[0]
+
+
+def _our_payload(name: str) -> Any:
+    root = etree.fromstring((GOLDEN / name).read_bytes())
+    return root.find("{http://schemas.xmlsoap.org/soap/envelope/}Body")[0]
+
+
+def test_send_fax_wire_form_has_the_same_infoset_as_zeeps_message() -> None:
+    recipients = {
+        "item": [
+            {
+                "RecipFaxNumber": "+1 555 0100",
+                "RecipCompany": "ACME & Sons",
+                "RecipTitle": "Dr",
+                "RecipName": "Bob <B>",
+                "RecipSecureCSID": "",
+            },
+            {
+                "RecipFaxNumber": "+44 20 7946 0000",
+                "RecipCompany": "",
+                "RecipTitle": "",
+                "RecipName": "",
+                "RecipSecureCSID": "CSID-9",
+            },
+        ]
+    }
+    files = {
+        "item": [
+            {"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF-1.4\n%golden\n"},
+            {"FileIndex": 2, "FileTypeId": 105, "FileData": b"hello fax\n"},
+        ]
+    }
+    theirs = _zeep_payload(
+        "SendFax",
+        UserID="mbx1234567890",
+        strPIN="s3cret-PIN",
+        Recipients=recipients,
+        FaxJobFiles=files,
+    )
+    assert _shape(_our_payload("send_fax_pin.xml")) == _shape(theirs)
+
+
+def test_report_wire_form_has_the_same_infoset_as_zeeps_message() -> None:
+    theirs = _zeep_payload(
+        "GetFaxBroadcastReport",
+        UserID="mbx1234567890",
+        strPIN="",
+        JobId="JOB-42",
+        RecipientType=1,
+        RecipAddress="ops@example.com",
+    )
+    assert _shape(_our_payload("report_oauth.xml")) == _shape(theirs)

@@ -1,0 +1,92 @@
+"""The wheel carries the WSDL and XSD, and a client works from it in any directory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+    )
+    (found,) = out.glob("faxws-*.whl")
+    return found
+
+
+def test_wheel_contents(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in (
+        "faxws/wsdl/FaxWS.wsdl",
+        "faxws/wsdl/FaxWS.xsd",
+        "faxws/py.typed",
+        "faxws/bindings.py",
+        "faxws/client.py",
+    ):
+        assert required in names
+    assert (ROOT / "wsdl" / "FaxWS.xsd").read_bytes() == zipfile.ZipFile(wheel).read(
+        "faxws/wsdl/FaxWS.xsd"
+    )
+
+
+def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(target)!r})
+        import faxws
+        from faxws import _resources
+        assert faxws.__file__.startswith({str(target)!r}), faxws.__file__
+        with _resources.xsd_path() as xsd:
+            assert xsd.read_text().count('targetNamespace="urn:FaxWS"') == 1
+        client = faxws.FaxClient("https://fax.example.com", user_id="u", pin="1")
+        print(client.url)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "https://fax.example.com/fax/v5"

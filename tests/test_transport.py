@@ -1,0 +1,130 @@
+"""Connections, time-outs and retries, against real sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import responses
+
+from conftest import URL, CaptureServer, http_reply, report_response, send_response
+from faxws import (
+    ConnectError,
+    FaxClient,
+    FaxFile,
+    HTTPStatusError,
+    RequestTimeoutError,
+    TransportError,
+)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_connection_refused_is_a_connect_error_never_delivered() -> None:
+    client = FaxClient(f"http://127.0.0.1:{closed_port()}", user_id="u", pin="1", retries=0)
+    with pytest.raises(ConnectError) as info:
+        client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)], request_id="rid-c")
+    assert info.value.maybe_delivered is False
+    assert info.value.request_id == "rid-c"
+
+
+def test_read_timeout_on_send_fax_is_not_retried(
+    capture_server: type[CaptureServer],
+) -> None:
+    server = capture_server(lambda raw: None)  # reads the request, never answers
+    client = FaxClient(server.url, user_id="u", pin="1", timeout=(2, 0.3), retries=3)
+    with pytest.raises(RequestTimeoutError) as info:
+        client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)], request_id="rid-t")
+    assert info.value.maybe_delivered is True
+    assert len(server.captured.requests) == 1
+
+
+def test_reset_after_request_on_send_fax_is_not_retried(
+    capture_server: type[CaptureServer],
+) -> None:
+    server = capture_server(lambda raw: b"")  # closes the connection without answering
+    client = FaxClient(server.url, user_id="u", pin="1", retries=3, retry_backoff=0)
+    with pytest.raises(TransportError) as info:
+        client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)])
+    assert info.value.maybe_delivered is True
+    assert len(server.captured.requests) == 1
+
+
+def test_report_is_retried_on_503_with_the_same_request_id(
+    capture_server: type[CaptureServer],
+) -> None:
+    answers = iter(
+        [
+            http_reply(b"busy", "503 Service Unavailable"),
+            http_reply(b"gateway", "502 Bad Gateway"),
+            http_reply(report_response()),
+        ]
+    )
+    server = capture_server(lambda raw: next(answers))
+    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0.01)
+    result = client.get_fax_broadcast_report("J1", request_id="rid-r")
+    assert result.request_id == "rid-r"
+    ids = [
+        line
+        for raw in server.captured.requests
+        for line in raw.split(b"\r\n")
+        if line.startswith(b"x-ch-request-id:")
+    ]
+    assert ids == [b"x-ch-request-id: rid-r"] * 3
+
+
+def test_report_retries_are_bounded(capture_server: type[CaptureServer]) -> None:
+    server = capture_server(lambda raw: http_reply(b"down", "504 Gateway Timeout"))
+    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
+    with pytest.raises(HTTPStatusError) as info:
+        client.get_fax_broadcast_report("J1")
+    assert info.value.status_code == 504
+    assert len(server.captured.requests) == 3
+
+
+def test_send_fax_is_not_retried_on_503(capture_server: type[CaptureServer]) -> None:
+    server = capture_server(lambda raw: http_reply(b"busy", "503 Service Unavailable"))
+    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
+    with pytest.raises(HTTPStatusError) as info:
+        client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)])
+    assert info.value.maybe_delivered is True
+    assert len(server.captured.requests) == 1
+
+
+def test_connections_are_pooled(capture_server: type[CaptureServer]) -> None:
+    server = capture_server(lambda raw: http_reply(report_response()))
+    client = FaxClient(server.url, user_id="u", pin="1")
+    for _ in range(5):
+        client.get_fax_broadcast_report("J1")
+    assert len(server.captured.requests) == 5
+    assert server.captured.connections == 1
+
+
+def test_netrc_does_not_replace_the_bearer_header(
+    mocked: responses.RequestsMock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine fax.example.com login someone password other\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    mocked.post(URL, body=send_response(["J1"]))
+    FaxClient("https://fax.example.com", user_id="u", token="the-token").send_fax(
+        ["+1 555 0100"], [FaxFile(b"x", 101)]
+    )
+    assert mocked.calls[0].request.headers["Authorization"] == "Bearer the-token"
+
+
+def test_timeout_is_passed_to_every_request(mocked: responses.RequestsMock) -> None:
+    mocked.post(URL, body=report_response())
+    FaxClient(
+        "https://fax.example.com", user_id="u", pin="1", timeout=(1.5, 7)
+    ).get_fax_broadcast_report("J1")
+    assert mocked.calls[0].request.req_kwargs["timeout"] == (1.5, 7)
+    assert mocked.calls[0].request.req_kwargs["verify"] is True
