@@ -16,8 +16,19 @@ $(VENV)/.dev-installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.test-installed
 
-test: $(VENV)/.test-installed
+test: $(VENV)/.test-installed check-bindings
 	$(PY) -m pytest
+
+# Regenerate src/faxws/bindings.py from wsdl/ (zeep parses the WSDL; ruff formats the output).
+bindings: $(VENV)/.test-installed
+	$(PY) -m faxws._codegen --wsdl wsdl/FaxWS.wsdl --output src/faxws/bindings.py
+
+# Fails, showing the diff, when the committed bindings are not what wsdl/ generates.
+check-bindings: $(VENV)/.test-installed
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PY) -m faxws._codegen --wsdl wsdl/FaxWS.wsdl --output "$$tmp/bindings.py" && \
+	diff -u src/faxws/bindings.py "$$tmp/bindings.py" || \
+	{ echo "src/faxws/bindings.py is out of date: run 'make bindings'" >&2; exit 1; }
 
 lint: $(VENV)/.dev-installed
 	$(PY) -m ruff check src tests

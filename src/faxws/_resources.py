@@ -5,18 +5,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from importlib import resources
+from importlib.abc import Traversable
 from pathlib import Path
 
 WSDL_NAME = "FaxWS.wsdl"
 XSD_NAME = "FaxWS.xsd"
 
 
-def _file(name: str) -> resources.abc.Traversable:
-    return resources.files("faxws").joinpath("wsdl", name)
+def _file(name: str) -> Traversable:
+    return resources.files("faxws").joinpath("wsdl").joinpath(name)
 
 
 def read_xsd() -> bytes:
-    return _file(XSD_NAME).read_bytes()
+    data: bytes = _file(XSD_NAME).read_bytes()
+    return data
 
 
 @contextlib.contextmanager

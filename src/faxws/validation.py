@@ -70,7 +70,7 @@ def schema_issues(payload: etree._Element) -> list[ValidationIssue]:
     xsd = schema()
     with _lock:
         valid = xsd.validate(tree)
-        errors = list(xsd.error_log)
+        errors: list[etree._LogEntry] = list(xsd.error_log)  # type: ignore[call-overload]
     if valid:
         return []
     issues = []
