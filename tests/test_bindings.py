@@ -113,3 +113,17 @@ def test_report_wire_form_has_the_same_infoset_as_zeeps_message() -> None:
         RecipAddress="ops@example.com",
     )
     assert _shape(_our_payload("report_oauth.xml")) == _shape(theirs)
+
+
+def test_every_schema_element_and_type_is_documented() -> None:
+    xs = "{http://www.w3.org/2001/XMLSchema}"
+    root = etree.parse(str(ROOT / "wsdl" / "FaxWS.xsd")).getroot()
+    nodes = list(root.iter(f"{xs}element", f"{xs}complexType"))
+    assert len(nodes) > 20
+    for node in nodes:
+        if node.tag == f"{xs}complexType" and node.get("name") is None:
+            continue  # an element's anonymous type: the element carries the line
+        doc = node.find(f"{xs}annotation/{xs}documentation")
+        assert doc is not None, node.get("name")
+        assert doc.text, node.get("name")
+        assert doc.text.strip(), node.get("name")
