@@ -5,6 +5,7 @@ Each check raises :class:`~faxws.errors.BadInputError` naming the field and the 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from faxws._xsd import INT_MAX, INT_MIN
@@ -67,3 +68,14 @@ def check_request_id(value: object) -> str:
             "request_id", f"is {len(value)} characters long; at most {MAX_REQUEST_ID_LENGTH}"
         )
     return value
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost names and loopback addresses (127.0.0.0/8, ::1)."""
+    name = host.lower().strip("[]")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

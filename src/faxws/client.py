@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import time
 import uuid
@@ -10,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from faxws._checks import check_int, check_request_id, check_text
+from faxws._checks import check_int, check_request_id, check_text, is_loopback
 from faxws._reader import ReadError, fault_of, parse_document, read_payload, soap_payload
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -83,7 +82,7 @@ def service_url(
     if "#" in base_url or parts.fragment:
         raise BadInputError("base_url", "must not contain a fragment (#...)")
     insecure = parts.scheme == "http" and credentials and not allow_insecure_http
-    if insecure and not _is_loopback(parts.hostname):
+    if insecure and not is_loopback(parts.hostname):
         raise BadInputError(
             "base_url",
             f"plain http to {parts.hostname} would expose the credentials; use https "
@@ -96,15 +95,6 @@ def service_url(
     if port is not None:
         netloc += f":{port}"
     return f"{parts.scheme}://{netloc}{path}"
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class FaxClient:

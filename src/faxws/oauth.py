@@ -1,0 +1,167 @@
+"""An OAuth 2.0 token provider for the client credentials grant (RFC 6749, section 4.4).
+
+Pass an instance as ``token=`` to :class:`~faxws.FaxClient`: the client calls it for every
+request; it answers from its cache until shortly before the token expires, and fetches a new
+token after the client reports an HTTP 401 (through :meth:`ClientCredentials.invalidate`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from urllib.parse import urlsplit
+
+import requests
+
+from faxws._checks import check_header_token, check_text, is_loopback
+from faxws._transport import DEFAULT_TIMEOUT, Timeout
+from faxws.errors import (
+    AuthenticationError,
+    BadInputError,
+    ConnectError,
+    ProtocolError,
+    RequestTimeoutError,
+    TransportError,
+)
+
+__all__ = ["DEFAULT_SCOPE", "ClientCredentials"]
+
+logger = logging.getLogger("faxws")
+
+DEFAULT_SCOPE = "FaxWS offline_access"
+
+
+class ClientCredentials:
+    """Fetches, caches and refreshes access tokens with the client credentials grant.
+
+    Thread-safe: concurrent callers share one fetch. The secret and the tokens never appear
+    in ``repr``, logs or error messages.
+
+    Args:
+        token_url: the token endpoint (https, or http to a loopback host).
+        client_id, client_secret: the client's credentials (sent in the form body).
+        scope: the scope asked for; default ``"FaxWS offline_access"``.
+        leeway: seconds before expiry at which a cached token is renewed.
+        timeout: seconds, or (connect, read) seconds, for the token request.
+    """
+
+    def __init__(
+        self,
+        token_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scope: str = DEFAULT_SCOPE,
+        leeway: float = 30.0,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        verify: bool | str = True,
+        allow_insecure_http: bool = False,
+    ) -> None:
+        parts = urlsplit(token_url) if isinstance(token_url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInputError("token_url", "must be an http(s) URL with a host")
+        if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
+            raise BadInputError("token_url", "plain http would expose the client secret")
+        self._url = token_url
+        self._client_id = check_text("client_id", client_id, required=True)
+        self._secret = check_text("client_secret", client_secret, required=True)
+        self._scope = check_text("scope", scope)
+        self._leeway = float(leeway)
+        self._timeout = timeout
+        self._session = requests.Session()
+        self._session.trust_env = False
+        self._session.verify = verify
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._expires_at = 0.0
+        self.fetches = 0
+        """How many tokens were fetched (for monitoring and tests)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientCredentials(token_url={self._url!r}, client_id={self._client_id!r}, "
+            "client_secret=<hidden>)"
+        )
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._token is None or time.monotonic() >= self._expires_at - self._leeway:
+                self._token, self._expires_at = self._fetch()
+            return self._token
+
+    def invalidate(self) -> None:
+        """Forget the cached token: the next call fetches a new one."""
+        with self._lock:
+            self._token = None
+
+    def close(self) -> None:
+        self._session.close()
+
+    def _fetch(self) -> tuple[str, float]:
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": self._client_id,
+            "client_secret": self._secret,
+        }
+        if self._scope:
+            form["scope"] = self._scope
+        started = time.monotonic()
+        try:
+            response = self._session.post(
+                self._url,
+                data=form,
+                headers={"Accept": "application/json"},
+                timeout=self._timeout,
+                allow_redirects=False,
+            )
+        except requests.exceptions.Timeout as exc:
+            raise RequestTimeoutError(
+                "the token endpoint did not answer in time", maybe_delivered=True
+            ) from exc
+        except requests.exceptions.ConnectionError as exc:
+            raise ConnectError("cannot reach the token endpoint") from exc
+        except requests.exceptions.RequestException as exc:
+            raise TransportError("the token request failed", maybe_delivered=True) from exc
+        self.fetches += 1
+        logger.debug("token endpoint answered HTTP %d", response.status_code)
+        if response.status_code in (400, 401, 403):
+            error = _json_field(response, "error") or f"HTTP {response.status_code}"
+            error = error.replace(self._secret, "***")[:200]
+            raise AuthenticationError(
+                f"the token endpoint refused the client credentials: {error}",
+                status_code=response.status_code,
+            )
+        if response.status_code != 200:
+            raise ProtocolError(
+                f"the token endpoint answered HTTP {response.status_code}",
+                status_code=response.status_code,
+            )
+        try:
+            data = response.json()
+        except (ValueError, json.JSONDecodeError):
+            raise ProtocolError("the token endpoint did not answer JSON") from None
+        token = data.get("access_token") if isinstance(data, dict) else None
+        if not isinstance(token, str):
+            raise ProtocolError("the token response has no access_token")
+        token_type = data.get("token_type", "Bearer")
+        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+            raise ProtocolError("the token response's token_type is not Bearer")
+        try:
+            check_header_token("access_token", token)
+        except BadInputError:
+            raise ProtocolError("the token endpoint returned a malformed access_token") from None
+        expires_in = data.get("expires_in", 3600)
+        if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
+            expires_in = 0  # unknown lifetime: use it once, ask again next time
+        return token, started + float(expires_in)
+
+
+def _json_field(response: requests.Response, name: str) -> str | None:
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
