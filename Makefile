@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: test lint build bindings check-bindings clean
+.PHONY: test lint build bindings check-bindings demo clean
 
 $(VENV)/.test-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,9 +30,13 @@ check-bindings: $(VENV)/.test-installed
 	diff -u src/faxws/bindings.py "$$tmp/bindings.py" || \
 	{ echo "src/faxws/bindings.py is out of date: run 'make bindings'" >&2; exit 1; }
 
+# The main job end to end: simulator, `faxws send` and `faxws report`, what arrived.
+demo: $(VENV)/.test-installed
+	$(PY) scripts/demo.py
+
 lint: $(VENV)/.dev-installed
-	$(PY) -m ruff check src tests
-	$(PY) -m ruff format --check src tests
+	$(PY) -m ruff check src tests scripts
+	$(PY) -m ruff format --check src tests scripts
 	$(PY) -m mypy --strict src
 
 build: $(VENV)/.test-installed

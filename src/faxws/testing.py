@@ -306,20 +306,30 @@ class FaxWSSimulator:
     def reset(self) -> None:
         """Forget received requests, jobs, counters and pending faults (accounts stay)."""
         with self._lock:
-            self.requests: list[ReceivedRequest] = []
-            self.jobs: list[SimulatedJob] = []
+            self._requests: list[ReceivedRequest] = []
+            self._jobs: list[SimulatedJob] = []
             self.connections = 0
             self.token_requests = 0
             self._injections = []
             self._job_counter = 0
 
-    def requests_for(self, operation: str) -> list[ReceivedRequest]:
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """The requests to the service path received so far, oldest first (a copy)."""
         with self._lock:
-            return [r for r in self.requests if r.operation == operation]
+            return list(self._requests)
+
+    @property
+    def jobs(self) -> list[SimulatedJob]:
+        """The jobs SendFax accepted so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._jobs)
+
+    def requests_for(self, operation: str) -> list[ReceivedRequest]:
+        return [r for r in self.requests if r.operation == operation]
 
     def job(self, job_id: str) -> SimulatedJob | None:
-        with self._lock:
-            return next((j for j in self.jobs if job_id in j.job_ids), None)
+        return next((j for j in self.jobs if job_id in j.job_ids), None)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -358,7 +368,7 @@ class FaxWSSimulator:
 
     def _record(self, request: ReceivedRequest) -> None:
         with self._lock:
-            self.requests.append(request)
+            self._requests.append(request)
 
     def _take_fault(self, operation: str | None, *, before_read: bool) -> Fault | None:
         with self._lock:
@@ -428,12 +438,12 @@ class FaxWSSimulator:
             ),
         )
         with self._lock:
-            self.jobs.append(job)
+            self._jobs.append(job)
         return job
 
     def _known_job(self, user_id: str, job_id: str) -> bool:
         with self._lock:
-            return any(job_id in j.job_ids and j.user_id == user_id for j in self.jobs)
+            return any(job_id in j.job_ids and j.user_id == user_id for j in self._jobs)
 
 
 class _RejectError(Exception):
