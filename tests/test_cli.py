@@ -1,0 +1,309 @@
+"""The `faxws` command, run for real in a subprocess against the simulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from faxws.testing import (
+    DEMO_CLIENT_ID,
+    DEMO_CLIENT_SECRET,
+    DEMO_PIN,
+    DEMO_TOKEN,
+    DEMO_USER_ID,
+    Fault,
+    FaxWSSimulator,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
+
+
+def faxws(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "faxws", *args],
+        env={**CLEAN_ENV, **(env or {})},
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def pdf(tmp_path: Path) -> Path:
+    path = tmp_path / "letter.pdf"
+    path.write_bytes(b"%PDF-1.4 cli test")
+    return path
+
+
+def pin_env(sim: FaxWSSimulator) -> dict[str, str]:
+    return {"FAXWS_BASE_URL": sim.url, "FAXWS_USER_ID": DEMO_USER_ID, "FAXWS_PIN": DEMO_PIN}
+
+
+def test_send_human_output(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
+    done = faxws(
+        "send",
+        "--to",
+        "+1 555 0100",
+        "--name",
+        "Ada",
+        "--to",
+        "+1 555 0101",
+        str(pdf),
+        "--request-id",
+        "cli-1",
+        env=pin_env(faxws_simulator),
+    )
+    assert done.returncode == 0, done.stderr
+    job = faxws_simulator.jobs[0]
+    assert done.stdout.splitlines() == [
+        "Sent 1 file(s) to 2 recipient(s).",
+        f"  +1 555 0100  job {job.job_ids[0]}",
+        f"  +1 555 0101  job {job.job_ids[1]}",
+        "TTFP:        30 s",
+        "Request id:  cli-1",
+        f"Activity id: {done.stdout.split('Activity id: ')[1].strip()}",
+    ]
+    assert job.recipients[0]["name"] == "Ada"
+    assert job.files[0].data == b"%PDF-1.4 cli test"
+    assert job.files[0].file_type == 101
+    assert done.stderr == ""
+
+
+def test_send_json_and_report_json(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
+    env = pin_env(faxws_simulator)
+    sent = json.loads(faxws("send", "--to", "+1 555 0100", str(pdf), "--json", env=env).stdout)
+    assert sent["job_ids"] == list(faxws_simulator.jobs[0].job_ids)
+    assert sent["files"] == [{"name": "letter.pdf", "size": 17, "file_type": 101}]
+    done = faxws(
+        "report",
+        sent["job_ids"][0],
+        "--recipient-type",
+        "1",
+        "--address",
+        "ops@example.com",
+        "--json",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["job_id"], report["recipient_type"], report["recip_address"]) == (
+        sent["job_ids"][0],
+        1,
+        "ops@example.com",
+    )
+    assert report["request_id"] == faxws_simulator.requests[-1].header("x-ch-request-id")
+
+
+def test_flags_win_over_environment(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "nobody", "FAXWS_PIN": "wrong"}
+    done = faxws(
+        "send",
+        "--base-url",
+        faxws_simulator.url,
+        "--user-id",
+        DEMO_USER_ID,
+        "--token",
+        DEMO_TOKEN,
+        "--to",
+        "+1 555 0100",
+        str(pdf),
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert faxws_simulator.jobs[0].auth_mode == "oauth2"
+
+
+def test_client_credentials_from_the_environment(
+    faxws_simulator: FaxWSSimulator, pdf: Path
+) -> None:
+    env = {
+        "FAXWS_BASE_URL": faxws_simulator.url,
+        "FAXWS_USER_ID": DEMO_USER_ID,
+        "FAXWS_TOKEN_URL": faxws_simulator.token_url,
+        "FAXWS_CLIENT_ID": DEMO_CLIENT_ID,
+        "FAXWS_CLIENT_SECRET": DEMO_CLIENT_SECRET,
+    }
+    done = faxws("send", "--to", "+1 555 0100", str(pdf), "-v", env=env)
+    assert done.returncode == 0, done.stderr
+    assert faxws_simulator.token_requests == 1
+    assert DEMO_CLIENT_SECRET not in done.stdout + done.stderr
+    assert "SendFax request_id=" in done.stderr  # --verbose logs the exchange
+
+
+def test_service_error_exits_1(faxws_simulator: FaxWSSimulator) -> None:
+    done = faxws("report", "SIM404", "--request-id", "cli-404", env=pin_env(faxws_simulator))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        "faxws report: ServiceError: service error -5019: Invalid Job ID "
+        "(HTTP 200, request id cli-404)"
+    )
+
+
+def test_fault_exits_1_with_json_error(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
+    faxws_simulator.inject(Fault.soap_fault("soap:Server", "down"), operation="SendFax")
+    done = faxws("send", "--to", "+1 555 0100", str(pdf), "--json", env=pin_env(faxws_simulator))
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert (error["type"], error["fault_code"], error["status_code"]) == (
+        "SoapFaultError",
+        "soap:Server",
+        500,
+    )
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_bad_input_exits_2_and_sends_nothing(
+    faxws_simulator: FaxWSSimulator, tmp_path: Path
+) -> None:
+    odd = tmp_path / "notes.xyz"
+    odd.write_bytes(b"x")
+    done = faxws("send", "--to", "+1 555 0100", str(odd), env=pin_env(faxws_simulator))
+    assert done.returncode == 2
+    assert "BadInputError: file_type: cannot infer the type of 'notes.xyz'" in done.stderr
+    assert faxws_simulator.requests == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["send", "x.pdf"],  # no --to
+        ["report"],  # no job id
+        ["frobnicate"],
+    ],
+)
+def test_bad_usage_exits_2(args: list[str]) -> None:
+    done = faxws(*args)
+    assert done.returncode == 2
+    assert "usage:" in done.stderr
+
+
+def test_missing_settings_and_conflicting_credentials_exit_2(pdf: Path) -> None:
+    done = faxws("report", "J1", "--user-id", "u", "--pin", "1")
+    assert (done.returncode, "no service URL" in done.stderr) == (2, True)
+    done = faxws(
+        "report",
+        "J1",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--user-id",
+        "u",
+        "--pin",
+        "1",
+        "--token",
+        "t",
+    )
+    assert (done.returncode, "exactly one kind of credential" in done.stderr) == (2, True)
+
+
+def test_authentication_failure_exits_3(faxws_simulator: FaxWSSimulator) -> None:
+    env = {**pin_env(faxws_simulator), "FAXWS_PIN": "PIN-NOT-RIGHT-123"}
+    done = faxws("report", "J1", env=env)
+    assert done.returncode == 3
+    assert "AuthenticationError" in done.stderr
+    assert "PIN-NOT-RIGHT-123" not in done.stderr + done.stdout
+
+
+def test_transport_failure_exits_4() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = faxws(
+        "report",
+        "J1",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--user-id",
+        "u",
+        "--pin",
+        "1",
+        "--timeout",
+        "2",
+    )
+    assert done.returncode == 4
+    assert "ConnectError" in done.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["send"], ["report"], ["serve"], ["validate"]])
+def test_help_everywhere_with_an_example(command: list[str]) -> None:
+    done = faxws(*command, "--help")
+    assert done.returncode == 0
+    assert "example:" in done.stdout
+    assert "usage: faxws" in done.stdout
+
+
+def serve(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "faxws", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=CLEAN_ENV,
+    )
+
+
+def test_serve_prints_url_and_stops_cleanly_on_sigint() -> None:
+    from faxws import FaxClient, FaxFile
+
+    with serve("--json") as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stderr is not None
+            info = json.loads(proc.stdout.readline())
+            assert info["url"].startswith("http://127.0.0.1:")
+            assert (info["user_id"], info["pin"]) == (DEMO_USER_ID, DEMO_PIN)
+            with FaxClient(info["url"], user_id=DEMO_USER_ID, pin=DEMO_PIN) as client:
+                client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF", 101)])
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(10) == 0
+            assert "received 1 request(s), 1 job(s)" in proc.stderr.read()
+        finally:
+            proc.kill()
+
+
+def test_serve_does_not_echo_a_callers_own_secrets() -> None:
+    with serve("--user-id", "mbx9", "--pin", "MY-OWN-PIN-77", "--token", "MY-OWN-TOKEN-88") as proc:
+        try:
+            assert proc.stdout is not None
+            text = "".join(proc.stdout.readline() for _ in range(7))
+            assert "mbx9" in text
+            assert "MY-OWN-PIN-77" not in text
+            assert "MY-OWN-TOKEN-88" not in text
+            proc.terminate()
+            assert proc.wait(10) == 0
+        finally:
+            proc.kill()
+
+
+def test_make_demo_script_runs_end_to_end() -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=CLEAN_ENV,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "job ids:    SIM00000001, SIM00000002" in out
+    assert "Authorization: Bearer ***" in out
+    assert "file 1: type 101" in out
+    assert out.rstrip().endswith("Demo complete.")
+    assert DEMO_PIN not in out.replace("0000000", "")  # the PIN is never shown
+    assert time.monotonic() - started < 60
