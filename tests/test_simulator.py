@@ -364,3 +364,22 @@ def test_token_endpoint_speaks_rfc6749(faxws_simulator: FaxWSSimulator) -> None:
     assert r.headers["Cache-Control"] == "no-store"
     r = requests.post(faxws_simulator.token_url, data={"grant_type": "password"}, timeout=5)
     assert (r.status_code, r.json()["error"]) == (400, "unsupported_grant_type")
+
+
+def test_slow_drip_is_cut_off_by_the_read_timeout(faxws_simulator: FaxWSSimulator) -> None:
+    faxws_simulator.inject(Fault.slow_drip(20.0), operation="SendFax")
+    client = pin_client(faxws_simulator, timeout=(2, 0.5))
+    started = time.monotonic()
+    with pytest.raises(RequestTimeoutError) as info:
+        client.send_fax(["+1 555 0100"], [PDF])
+    assert "took longer than 0.5 s" in str(info.value)
+    assert info.value.maybe_delivered is True
+    assert time.monotonic() - started < 2.0
+    assert len(faxws_simulator.requests) == 1
+
+
+def test_short_slow_drip_within_the_timeout_succeeds(faxws_simulator: FaxWSSimulator) -> None:
+    faxws_simulator.inject(Fault.slow_drip(0.3), operation="GetFaxBroadcastReport")
+    client = pin_client(faxws_simulator, timeout=(2, 5))
+    job = client.send_fax(["+1 555 0100"], [PDF]).job_ids[0]
+    assert client.get_fax_broadcast_report(job).job_id == job

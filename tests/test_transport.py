@@ -128,3 +128,18 @@ def test_timeout_is_passed_to_every_request(mocked: responses.RequestsMock) -> N
     ).get_fax_broadcast_report("J1")
     assert mocked.calls[0].request.req_kwargs["timeout"] == (1.5, 7)
     assert mocked.calls[0].request.req_kwargs["verify"] is True
+
+
+def test_chunked_and_gzipped_answers_are_read(capture_server: type[CaptureServer]) -> None:
+    import gzip
+
+    packed = gzip.compress(report_response())
+    halves = [packed[: len(packed) // 2], packed[len(packed) // 2 :]]
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(h), h) for h in halves) + b"0\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Encoding: gzip\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    server = capture_server(lambda raw: head + chunked)
+    client = FaxClient(server.url, user_id="u", pin="1")
+    assert client.get_fax_broadcast_report("J1", request_id="gz").request_id == "gz"

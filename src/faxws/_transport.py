@@ -139,10 +139,19 @@ class HttpTransport:
         )
 
     def _read(self, response: requests.Response, request_id: str) -> bytes:
+        """The body, bounded in size and in time: a server that drips its answer cannot
+        hold a call for longer than the read time-out (each read waits at most that long,
+        and so does the whole answer)."""
+        read_timeout = self.timeout[1] if isinstance(self.timeout, tuple) else self.timeout
+        deadline = time.monotonic() + read_timeout
+        raw = response.raw
         chunks: list[bytes] = []
         total = 0
         try:
-            for chunk in response.iter_content(65536):
+            while True:
+                chunk = raw.read1(65536, decode_content=True)
+                if not chunk:
+                    break
                 total += len(chunk)
                 if total > self.max_response_bytes:
                     raise ProtocolError(
@@ -151,13 +160,20 @@ class HttpTransport:
                         status_code=response.status_code,
                     )
                 chunks.append(chunk)
-        except requests.exceptions.Timeout as exc:
+                if time.monotonic() > deadline:
+                    raise RequestTimeoutError(
+                        f"the response took longer than {read_timeout} s to arrive; the "
+                        "request may have been delivered",
+                        request_id=request_id,
+                        maybe_delivered=True,
+                    )
+        except urllib3.exceptions.ReadTimeoutError as exc:
             raise RequestTimeoutError(
                 "the response stopped arriving in time; the request may have been delivered",
                 request_id=request_id,
                 maybe_delivered=True,
             ) from exc
-        except requests.exceptions.RequestException as exc:
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(
                 f"the connection failed while reading the response: {excerpt(str(exc), 200)}",
                 request_id=request_id,
