@@ -115,7 +115,7 @@ def main() -> int:
         for job in sim.jobs:
             print(f"  job {', '.join(job.job_ids)} ({job.auth_mode} mode)")
             for r in job.recipients:
-                print(f"    recipient {r['fax_number']} {r['name']}")
+                print(f"    recipient {r.recip_fax_number} {r.recip_name}")
             for f in job.files:
                 print(f"    file {f.index}: type {f.file_type}, {len(f.data)} bytes")
     print("\nSimulator stopped. Demo complete.")

@@ -75,7 +75,7 @@ def test_send_human_output(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
         "Request id:  cli-1",
         f"Activity id: {done.stdout.split('Activity id: ')[1].strip()}",
     ]
-    assert job.recipients[0]["name"] == "Ada"
+    assert job.recipients[0].recip_name == "Ada"
     assert job.files[0].data == b"%PDF-1.4 cli test"
     assert job.files[0].file_type == 101
     assert done.stderr == ""

@@ -39,6 +39,7 @@ from faxws.bindings import (
     OPERATIONS,
     FaxJobId,
     FaxJobIds,
+    FaxJobRecipient,
     FaxSendResponse,
     GetFaxBroadcastReport,
     GetFaxBroadcastReportResponse,
@@ -207,7 +208,8 @@ class SimulatedJob:
     user_id: str
     auth_mode: str
     request_id: str | None
-    recipients: tuple[dict[str, str], ...]
+    recipients: tuple[FaxJobRecipient, ...]
+    """As received, in the generated binding's form (``recip_fax_number``, ...)."""
     files: tuple[ReceivedFile, ...]
 
 
@@ -422,16 +424,7 @@ class FaxWSSimulator:
             user_id=request.user_id,
             auth_mode=auth_mode,
             request_id=request_id,
-            recipients=tuple(
-                {
-                    "fax_number": r.recip_fax_number,
-                    "company": r.recip_company,
-                    "title": r.recip_title,
-                    "name": r.recip_name,
-                    "secure_csid": r.recip_secure_csid,
-                }
-                for r in request.recipients.item
-            ),
+            recipients=request.recipients.item,
             files=tuple(
                 ReceivedFile(f.file_index, f.file_type_id, bytes(f.file_data))  # type: ignore[arg-type]
                 for f in request.fax_job_files.item

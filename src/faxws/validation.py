@@ -31,7 +31,7 @@ from faxws import _resources
 from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
 
-__all__ = ["ValidationIssue", "validate", "validate_or_raise"]
+__all__ = ["ValidationIssue", "Validator", "validate", "validate_or_raise"]
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
@@ -53,25 +53,118 @@ class ValidationIssue:
         return f"{self.line}: {self.path}: {self.message}"
 
 
-_lock = threading.Lock()
-_schema: etree.XMLSchema | None = None
+XS_NS = "http://www.w3.org/2001/XMLSchema"
 
 
-def schema() -> etree.XMLSchema:
-    """The compiled FaxWS schema (compiled on first use, once per process)."""
-    global _schema
-    if _schema is None:
-        with _lock:
-            if _schema is None:
-                parser = etree.XMLParser(resolve_entities=False, no_network=True)
-                _schema = etree.XMLSchema(etree.fromstring(_resources.read_xsd(), parser))
-    return _schema
+class Validator:
+    """A compiled schema and the checks around it. Safe to share between threads.
+
+    ``Validator()`` uses the schema shipped with faxws; ``Validator.from_path(xsd)`` another
+    copy (for example an edited schema, before regenerating the bindings).
+    """
+
+    def __init__(self, xsd: bytes | None = None, *, base_url: str | None = None) -> None:
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+        data = xsd if xsd is not None else _resources.read_xsd()
+        doc = (
+            etree.fromstring(data, parser, base_url=base_url)
+            if base_url is not None
+            else etree.fromstring(data, parser)
+        )
+        self.namespace = doc.get("targetNamespace") or ""
+        self.elements = frozenset(
+            str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
+        )
+        self._schema = etree.XMLSchema(doc)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> Validator:
+        p = Path(path)
+        return cls(p.read_bytes(), base_url=p.resolve().as_uri())
+
+    def validate(self, document: Document) -> list[ValidationIssue]:
+        """See :func:`validate`."""
+        root, issues = _load(document)
+        if root is None:
+            return issues
+        return self._check(root)
+
+    def validate_or_raise(self, document: Document) -> None:
+        """See :func:`validate_or_raise`."""
+        _raise_issues(self.validate(document))
+
+    def schema_issues(self, payload: etree._Element) -> list[ValidationIssue]:
+        """Check one payload element (and what it holds) against the schema alone."""
+        # libxml2 keeps the last validation's errors on the schema object: one at a time.
+        with self._lock:
+            valid = self._schema.validate(payload)
+            errors: list[etree._LogEntry] = list(self._schema.error_log)  # type: ignore[call-overload]
+        if valid:
+            return []
+        issues = []
+        for error in errors:
+            node = _resolve(payload, error.path or "")
+            path = element_path(node if node is not None else payload, payload)
+            issues.append(
+                ValidationIssue(error.line, path, _readable(error.message, self.namespace))
+            )
+        return issues
+
+    def _check(self, root: etree._Element) -> list[ValidationIssue]:
+        qname = etree.QName(root)
+        if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
+            return [
+                ValidationIssue(
+                    _line(root), "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1"
+                )
+            ]
+        if qname.namespace == SOAP11_NS and qname.localname == "Envelope":
+            payload, issues = _envelope_payload(root)
+            if payload is None:
+                return issues
+            root = payload
+        return self._check_payload(root)
+
+    def _check_payload(self, payload: etree._Element) -> list[ValidationIssue]:
+        qname = etree.QName(payload)
+        line = _line(payload)
+        if qname.localname not in self.elements:
+            known = ", ".join(sorted(self.elements))
+            return [
+                ValidationIssue(
+                    line, f"/{qname.localname}", f"unknown root element; expected one of {known}"
+                )
+            ]
+        if qname.namespace != self.namespace:
+            where = f"namespace {qname.namespace!r}" if qname.namespace else "no namespace"
+            return [
+                ValidationIssue(
+                    line,
+                    f"/{qname.localname}",
+                    f"{qname.localname} is in {where}, not {self.namespace!r}",
+                )
+            ]
+        return self.schema_issues(payload)
 
 
-def _global_elements() -> frozenset[str]:
-    from faxws.bindings import ELEMENTS
+_default: Validator | None = None
+_default_lock = threading.Lock()
 
-    return frozenset(ELEMENTS)
+
+def default_validator() -> Validator:
+    """The validator of the shipped schema, compiled on first use, once per process."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Validator()
+    return _default
+
+
+def schema_issues(payload: etree._Element) -> list[ValidationIssue]:
+    """Check one payload element against the shipped schema."""
+    return default_validator().schema_issues(payload)
 
 
 # -- paths and messages -----------------------------------------------------------------------
@@ -144,8 +237,8 @@ _REWRITES = [
 ]
 
 
-def _readable(message: str) -> str:
-    text = message.replace("{" + NAMESPACE + "}", "").strip()
+def _readable(message: str, namespace: str = NAMESPACE) -> str:
+    text = message.replace("{" + namespace + "}", "").strip()
     for pattern, replacement in _REWRITES:
         new = pattern.sub(replacement, text)
         if new != text:
@@ -154,22 +247,6 @@ def _readable(message: str) -> str:
 
 
 # -- validation ---------------------------------------------------------------------------------
-
-
-def schema_issues(payload: etree._Element) -> list[ValidationIssue]:
-    """Check one payload element (and what it holds) against the schema."""
-    xsd = schema()
-    with _lock:
-        valid = xsd.validate(payload)
-        errors: list[etree._LogEntry] = list(xsd.error_log)  # type: ignore[call-overload]
-    if valid:
-        return []
-    issues = []
-    for error in errors:
-        node = _resolve(payload, error.path or "")
-        path = element_path(node, payload) if node is not None else element_path(payload, payload)
-        issues.append(ValidationIssue(error.line, path, _readable(error.message)))
-    return issues
 
 
 def _parse(data: bytes) -> tuple[etree._Element | None, list[ValidationIssue]]:
@@ -200,23 +277,15 @@ def _line(element: etree._Element) -> int:
     return line if isinstance(line, int) else 0
 
 
-def _check(root: etree._Element) -> list[ValidationIssue]:
-    qname = etree.QName(root)
-    line: int = _line(root)
-    if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
-        return [ValidationIssue(line, "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1")]
-    if qname.namespace == SOAP11_NS and qname.localname == "Envelope":
-        return _check_envelope(root)
-    return _check_payload(root)
-
-
-def _check_envelope(envelope: etree._Element) -> list[ValidationIssue]:
+def _envelope_payload(
+    envelope: etree._Element,
+) -> tuple[etree._Element | None, list[ValidationIssue]]:
     children = [c for c in envelope if isinstance(c.tag, str)]
     header, body = f"{{{SOAP11_NS}}}Header", f"{{{SOAP11_NS}}}Body"
     tags = [c.tag for c in children]
     if tags not in ([body], [header, body]):
         names = ", ".join(etree.QName(c).localname for c in children) or "nothing"
-        return [
+        return None, [
             ValidationIssue(
                 _line(envelope),
                 "/Envelope",
@@ -226,34 +295,20 @@ def _check_envelope(envelope: etree._Element) -> list[ValidationIssue]:
     body_el = children[-1]
     payloads = [c for c in body_el if isinstance(c.tag, str)]
     if len(payloads) != 1:
-        return [
+        return None, [
             ValidationIssue(
                 _line(body_el),
                 "/Envelope/Body",
                 f"the Body holds {len(payloads)} elements; exactly one is expected",
             )
         ]
-    return _check_payload(payloads[0])
+    return payloads[0], []
 
 
-def _check_payload(payload: etree._Element) -> list[ValidationIssue]:
-    qname = etree.QName(payload)
-    line: int = _line(payload)
-    if qname.localname not in _global_elements():
-        known = ", ".join(sorted(_global_elements()))
-        return [
-            ValidationIssue(
-                line, f"/{qname.localname}", f"unknown root element; expected one of {known}"
-            )
-        ]
-    if qname.namespace != NAMESPACE:
-        where = f"namespace {qname.namespace!r}" if qname.namespace else "no namespace"
-        return [
-            ValidationIssue(
-                line, f"/{qname.localname}", f"{qname.localname} is in {where}, not {NAMESPACE!r}"
-            )
-        ]
-    return schema_issues(payload)
+def _raise_issues(issues: list[ValidationIssue], request_id: str | None = None) -> None:
+    if issues:
+        first = issues[0]
+        raise BadInputError(first.path, first.message, request_id=request_id, issues=issues)
 
 
 def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIssue]]:
@@ -272,33 +327,25 @@ def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIss
 
 
 def validate(document: Document) -> list[ValidationIssue]:
-    """The problems of ``document`` (empty when valid).
+    """The problems of ``document`` against the shipped schema (empty when valid).
 
     ``document`` is bytes, XML text (a ``str`` starting with ``<``), a path (``str`` or
     ``os.PathLike``), or an lxml element. A path that cannot be read raises ``OSError``.
     """
-    root, issues = _load(document)
-    if root is None:
-        return issues
-    return _check(root)
+    return default_validator().validate(document)
 
 
 def validate_or_raise(document: Document) -> None:
     """Raise :class:`~faxws.errors.BadInputError` carrying every issue, when there are any."""
-    issues = validate(document)
-    if issues:
-        first = issues[0]
-        raise BadInputError(first.path, first.message, issues=issues)
+    default_validator().validate_or_raise(document)
 
 
 def check_request(skeleton: bytes, request_id: str) -> None:
     """Raise BadInputError when a request the client wrote does not fit the schema."""
     root, issues = _parse(skeleton)
     if root is not None:
-        issues = _check(root)
-    if issues:
-        first = issues[0]
-        raise BadInputError(first.path, first.message, request_id=request_id, issues=issues)
+        issues = default_validator()._check(root)
+    _raise_issues(issues, request_id)
 
 
 # -- the command line -----------------------------------------------------------------------
