@@ -184,3 +184,19 @@ def test_streamed_body_on_a_real_socket(
     assert b"<FileTypeId>120</FileTypeId>" in body
     encoded = body.split(b"<FileData>")[1].split(b"</FileData>")[0]
     assert base64.b64decode(encoded) == data
+
+
+def test_bytes_in_a_binding_are_base64_encoded_on_the_wire() -> None:
+    from faxws import _wire, bindings
+
+    request = bindings.SendFax(
+        user_id="u",
+        str_pin="",
+        recipients=bindings.FaxJobRecipients(
+            item=(bindings.FaxJobRecipient("+1 555 0100", "", "", "", ""),)
+        ),
+        fax_job_files=bindings.FaxJobFiles(item=(bindings.FaxJobFile(1, 101, b"%PDF"),)),
+    )
+    body = _wire.envelope(request)
+    assert b"<FileData>JVBERg==</FileData>" in b"".join(body)
+    assert b"<FileData></FileData>" in body.skeleton()  # file data stays out of schema checks

@@ -12,7 +12,7 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-from faxws._xsd import NAMESPACE, BinaryContent, XmlType
+from faxws._xsd import NAMESPACE, BinaryContent, BytesContent, XmlType
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 CONTENT_TYPE = "application/soap+xml; charset=utf-8"
@@ -39,10 +39,12 @@ def base64_length(size: int) -> int:
 
 
 def _text(xsd_type: str, value: Any) -> str:
-    if xsd_type == "boolean":
+    # Values of the wrong type are written as they are, not coerced: the schema check that
+    # follows names them, and nothing is sent.
+    if isinstance(value, bool):
         return "true" if value else "false"
-    if xsd_type in ("int", "long"):
-        return str(int(value))
+    if isinstance(value, int) and xsd_type in ("int", "long"):
+        return str(value)
     return str(value).translate(_ESCAPES)
 
 
@@ -60,7 +62,7 @@ def _write(obj: Any, xml: XmlType, buf: list[str], parts: list[Part]) -> None:
                 buf.append(f"<{f.name}>")
                 parts.append("".join(buf).encode())
                 buf.clear()
-                parts.append(item)
+                parts.append(BytesContent(item) if isinstance(item, (bytes, bytearray)) else item)
                 buf.append(f"</{f.name}>")
             else:
                 text = _text(f.xsd_type, item)

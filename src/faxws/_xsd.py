@@ -37,6 +37,24 @@ class BinaryContent(Protocol):
         ...
 
 
+class BytesContent:
+    """:class:`BinaryContent` over bytes already in memory (no copy)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self._data = memoryview(bytes(data) if isinstance(data, bytearray) else data).cast("B")
+
+    @property
+    def size(self) -> int:
+        return self._data.nbytes
+
+    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
+        data = self._data
+        for start in range(0, data.nbytes, chunk_size):
+            yield bytes(data[start : start + chunk_size])
+
+
 @dataclass(frozen=True, slots=True)
 class XmlField:
     """One child element of a complex type, in schema order."""

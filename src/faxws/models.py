@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from faxws._checks import check_int, check_text
-from faxws._xsd import INT_MAX
+from faxws._xsd import INT_MAX, BytesContent
 from faxws.errors import BadInputError
 
 __all__ = [
@@ -123,22 +123,6 @@ class Recipient:
 _CHUNK_MULTIPLE = 3  # base64 encodes 3 bytes into 4 characters; chunks must keep that alignment
 
 
-class _BytesContent:
-    __slots__ = ("_data",)
-
-    def __init__(self, data: bytes | bytearray | memoryview) -> None:
-        self._data = memoryview(bytes(data) if isinstance(data, bytearray) else data).cast("B")
-
-    @property
-    def size(self) -> int:
-        return self._data.nbytes
-
-    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
-        data = self._data
-        for start in range(0, data.nbytes, chunk_size):
-            yield bytes(data[start : start + chunk_size])
-
-
 class _PathContent:
     __slots__ = ("_path", "_size")
 
@@ -186,7 +170,7 @@ class _StreamContent:
             yield chunk
 
 
-Content = _BytesContent | _PathContent | _StreamContent
+Content = BytesContent | _PathContent | _StreamContent
 
 
 class FaxFile:
@@ -293,7 +277,7 @@ def _content_of(
             "is a str: pass bytes for content, or FaxFile.from_path() / a pathlib.Path for a file",
         )
     if isinstance(data, (bytes, bytearray, memoryview)):
-        return _BytesContent(data), "<bytes>"
+        return BytesContent(data), "<bytes>"
     if isinstance(data, os.PathLike):
         path = Path(data)
         try:
@@ -330,7 +314,7 @@ def _stream_content(stream: object) -> tuple[Content, str]:
             stream.seek(start)  # type: ignore[attr-defined]
             return _StreamContent(stream, start, end - start), name  # type: ignore[arg-type]
         # Not seekable: it can be read only once, and a retry needs it again.
-        return _BytesContent(stream.read()), name  # type: ignore[attr-defined]
+        return BytesContent(stream.read()), name  # type: ignore[attr-defined]
     except BadInputError:
         raise
     except (OSError, ValueError) as exc:

@@ -1,0 +1,355 @@
+"""faxws.validate: envelopes and payloads against the schema, hostile documents included."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+from lxml import etree
+
+from conftest import GOLDEN, URL, CaptureServer, http_reply, report_response, send_response
+from faxws import BadInputError, FaxClient, ValidationIssue, _codegen, _wire, bindings
+from faxws.validation import Validator, default_validator, validate, validate_or_raise
+
+ROOT = Path(__file__).resolve().parents[1]
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+
+
+def report_doc(recipient_type: str = "1", extra: str = "") -> str:
+    return (
+        f'<soap:Envelope xmlns:soap="{SOAP}">\n<soap:Header/>\n<soap:Body>\n'
+        '<GetFaxBroadcastReport xmlns="urn:FaxWS">\n<UserID>u</UserID>\n<strPIN/>\n'
+        f"<JobId>J</JobId>\n<RecipientType>{recipient_type}</RecipientType>\n{extra}"
+        "<RecipAddress/>\n</GetFaxBroadcastReport>\n</soap:Body>\n</soap:Envelope>\n"
+    )
+
+
+def send_doc(second_number: str = "<RecipFaxNumber>2</RecipFaxNumber>") -> bytes:
+    item = "<RecipCompany/><RecipTitle/><RecipName/><RecipSecureCSID/>"
+    return (
+        '<SendFax xmlns="urn:FaxWS"><UserID>u</UserID><strPIN>1</strPIN>\n<Recipients>\n'
+        f"<item><RecipFaxNumber>1</RecipFaxNumber>{item}</item>\n"
+        f"<item>{second_number}{item}</item>\n</Recipients>\n<FaxJobFiles><item><FileIndex>1"
+        "</FileIndex><FileTypeId>101</FileTypeId><FileData>JVBERg==</FileData></item>"
+        "</FaxJobFiles></SendFax>"
+    ).encode()
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.glob("*.xml")))
+def test_golden_requests_are_valid(name: str) -> None:
+    assert validate(GOLDEN / name) == []
+
+
+@pytest.mark.parametrize(
+    "body", [send_response(["J1", "J2"]), report_response(), report_response(False, -5019, "x")]
+)
+def test_response_documents_are_valid(body: bytes) -> None:
+    assert validate(body) == []
+
+
+def test_every_input_form_is_accepted(tmp_path: Path) -> None:
+    text = report_doc("x")
+    path = tmp_path / "r.xml"
+    path.write_text(text)
+    expected = [
+        ValidationIssue(8, "/GetFaxBroadcastReport/RecipientType", "'x' is not a valid xs:int")
+    ]
+    assert validate(text) == expected
+    assert validate(text.encode()) == expected
+    assert validate(path) == expected
+    assert validate(str(path)) == expected
+    assert validate(etree.fromstring(text.encode())) == expected
+
+
+def test_missing_element_is_named_with_its_position() -> None:
+    issues = validate(send_doc(second_number=""))
+    assert issues == [
+        ValidationIssue(
+            4,
+            "/SendFax/Recipients/item[2]/RecipCompany",
+            "RecipCompany is not expected here; expected RecipFaxNumber",
+        )
+    ]
+
+
+def test_unexpected_extra_element() -> None:
+    (issue,) = validate(report_doc(extra="<Color>red</Color>\n"))
+    assert issue.path == "/GetFaxBroadcastReport/Color"
+    assert issue.message == "Color is not expected here; expected RecipAddress"
+
+
+def test_int_out_of_range() -> None:
+    (issue,) = validate(report_doc("2147483648"))
+    assert (issue.path, issue.message) == (
+        "/GetFaxBroadcastReport/RecipientType",
+        "'2147483648' is not a valid xs:int",
+    )
+
+
+@pytest.mark.parametrize(
+    ("doc", "path", "words"),
+    [
+        (b'<CancelFax xmlns="urn:FaxWS"/>', "/CancelFax", "unknown root element"),
+        (b'<SendFax xmlns="urn:Other"/>', "/SendFax", "is in namespace 'urn:Other'"),
+        (b"<SendFax/>", "/SendFax", "is in no namespace"),
+        (
+            b'<e:Envelope xmlns:e="http://www.w3.org/2003/05/soap-envelope"><e:Body/></e:Envelope>',
+            "/Envelope",
+            "SOAP 1.2",
+        ),
+        (
+            f'<s:Envelope xmlns:s="{SOAP}"><s:Body/></s:Envelope>'.encode(),
+            "/Envelope/Body",
+            "holds 0 elements",
+        ),
+        (
+            f'<s:Envelope xmlns:s="{SOAP}"><s:Header/></s:Envelope>'.encode(),
+            "/Envelope",
+            "optional Header and then a Body",
+        ),
+        (b"", "/", "empty"),
+        (b"not xml", "/", "not well-formed"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "/", "not well-formed"),
+    ],
+)
+def test_structural_problems(doc: bytes, path: str, words: str) -> None:
+    (issue,) = validate(doc)
+    assert issue.path == path
+    assert words in issue.message
+
+
+def test_validate_or_raise_carries_every_issue() -> None:
+    doc = report_doc("x").replace("<JobId>J</JobId>", "<JobId>J</JobId><Junk/>")
+    with pytest.raises(BadInputError) as info:
+        validate_or_raise(doc)
+    assert info.value.field == "/GetFaxBroadcastReport/Junk"
+    assert len(info.value.issues) >= 1
+    validate_or_raise(report_doc())  # a valid document raises nothing
+
+
+# -- hostile documents ----------------------------------------------------------------------
+
+
+def test_xxe_to_a_local_file_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "secret.txt"
+    marker.write_text("MARKER-XXE-8812")
+    doc = (
+        f'<!DOCTYPE r [<!ENTITY x SYSTEM "file://{marker}">]>'
+        '<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>&x;</UserID></GetFaxBroadcastReport>'
+    )
+    issues = validate(doc)
+    assert [i.message for i in issues] == ["DTDs and entity declarations are not allowed"]
+    assert "MARKER-XXE-8812" not in repr(issues)
+
+
+def test_external_dtd_is_never_fetched(capture_server: type[CaptureServer]) -> None:
+    server = capture_server(lambda raw: http_reply(b"<!ENTITY x 'y'>"))
+    doc = f'<!DOCTYPE r SYSTEM "{server.url}/evil.dtd"><r/>'
+    assert validate(doc)[0].message == "DTDs and entity declarations are not allowed"
+    assert server.captured.requests == []
+
+
+def test_billion_laughs_is_refused_quickly() -> None:
+    lol = "".join(f'<!ENTITY l{i} "{"&l" + str(i - 1) + ";" * 1}' * 10 + '">' for i in range(1, 9))
+    doc = f'<!DOCTYPE r [<!ENTITY l0 "lol">{lol}]><r>&l8;</r>'
+    started = time.monotonic()
+    assert validate(doc)[0].message == "DTDs and entity declarations are not allowed"
+    assert time.monotonic() - started < 1
+
+
+def test_deep_nesting_is_an_issue_not_a_crash() -> None:
+    doc = "<a>" * 10000 + "</a>" * 10000
+    started = time.monotonic()
+    (issue,) = validate(doc)
+    assert "not well-formed" in issue.message
+    assert time.monotonic() - started < 2
+
+
+def test_external_schema_location_is_not_followed(capture_server: type[CaptureServer]) -> None:
+    server = capture_server(lambda raw: http_reply(b"<x/>"))
+    doc = report_doc().replace(
+        '<GetFaxBroadcastReport xmlns="urn:FaxWS">',
+        '<GetFaxBroadcastReport xmlns="urn:FaxWS" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+        f'xsi:schemaLocation="urn:FaxWS {server.url}/other.xsd">',
+    )
+    assert validate(doc) == []
+    assert server.captured.requests == []
+
+
+# -- sharing and compiling ---------------------------------------------------------------------
+
+
+def test_schema_is_compiled_once_and_shared_between_threads() -> None:
+    assert default_validator() is default_validator()
+    good, bad = report_doc(), report_doc("x")
+
+    def check(n: int) -> int:
+        return len(validate(good if n % 2 else bad))
+
+    with ThreadPoolExecutor(8) as pool:
+        counts = list(pool.map(check, range(400)))
+    assert counts == [0 if n % 2 else 1 for n in range(400)]
+
+
+# -- the client checks its own requests --------------------------------------------------------
+
+
+def test_client_refuses_a_request_the_schema_refuses(mocked: responses.RequestsMock) -> None:
+    """Code that builds binding objects itself gets the schema's word, not zeep's silence."""
+    client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+    request = bindings.GetFaxBroadcastReport(
+        user_id="u",
+        str_pin="1",
+        job_id="J",
+        recipient_type="abc",  # type: ignore[arg-type]
+        recip_address="",
+    )
+    with pytest.raises(BadInputError) as info:
+        client._call(
+            bindings.OPERATIONS["GetFaxBroadcastReport"], request, "rid-x", idempotent=True
+        )
+    assert (info.value.field, info.value.problem, info.value.request_id) == (
+        "/GetFaxBroadcastReport/RecipientType",
+        "'abc' is not a valid xs:int",
+        "rid-x",
+    )
+    assert len(mocked.calls) == 0
+
+
+def test_unknown_response_elements_are_logged_at_debug(
+    mocked: responses.RequestsMock, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = report_response().replace(b"<WSError>", b"<Extra>1</Extra><WSError>")
+    mocked.post(URL, body=body)
+    caplog.set_level("DEBUG", logger="faxws")
+    FaxClient("https://fax.example.com", user_id="u", pin="1").get_fax_broadcast_report("J")
+    assert any(
+        "ignoring unknown elements in /GetFaxBroadcastReportResponse: {urn:FaxWS}Extra"
+        in r.getMessage()
+        for r in caplog.records
+    )
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def run_validate(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "faxws", "validate", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_validate_prints_file_line_path_message(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.xml", tmp_path / "bad.xml"
+    good.write_text(report_doc())
+    bad.write_text(report_doc("x"))
+    done = run_validate(str(good), str(bad))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{good}: valid",
+        f"{bad}:8: /GetFaxBroadcastReport/RecipientType: 'x' is not a valid xs:int",
+    ]
+    assert run_validate(str(good)).returncode == 0
+
+
+def test_cli_validate_json_and_stdin() -> None:
+    done = run_validate("-", "--json", stdin=report_doc("x"))
+    assert done.returncode == 1
+    (result,) = json.loads(done.stdout)
+    assert result["file"] == "-"
+    assert result["valid"] is False
+    assert result["issues"][0] == {
+        "line": 8,
+        "path": "/GetFaxBroadcastReport/RecipientType",
+        "message": "'x' is not a valid xs:int",
+    }
+
+
+def test_cli_validate_unreadable_file_exits_2(tmp_path: Path) -> None:
+    done = run_validate(str(tmp_path / "missing.xml"))
+    assert done.returncode == 2
+    assert "cannot read" in done.stderr
+
+
+# -- changing the WSDL -------------------------------------------------------------------------
+
+
+def test_an_optional_element_added_to_the_wsdl_flows_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wsdl_dir = tmp_path / "wsdl"
+    shutil.copytree(ROOT / "wsdl", wsdl_dir)
+    xsd = wsdl_dir / "FaxWS.xsd"
+    xsd.write_text(
+        xsd.read_text().replace(
+            '<xs:element name="RecipSecureCSID" type="xs:string">',
+            '<xs:element name="RecipVoiceNumber" type="xs:string" minOccurs="0">\n'
+            "        <xs:annotation><xs:documentation>Voice number of the recipient."
+            "</xs:documentation></xs:annotation>\n      </xs:element>\n"
+            '      <xs:element name="RecipSecureCSID" type="xs:string">',
+        )
+    )
+    out = tmp_path / "gen" / "bindings.py"
+    out.parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "faxws._codegen",
+            "--wsdl",
+            str(wsdl_dir / "FaxWS.wsdl"),
+            "--output",
+            str(out),
+        ],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    code = out.read_text()
+    assert "recip_voice_number: str | None = None" in code
+    assert '"Voice number of the recipient."' in code
+    spec = importlib.util.spec_from_file_location("edited_bindings", out)
+    assert spec is not None
+    assert spec.loader is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "edited_bindings", module)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    names = [f.name for f in module.FaxJobRecipient.__xml__.fields]
+    assert names == [
+        "RecipFaxNumber",
+        "RecipCompany",
+        "RecipTitle",
+        "RecipName",
+        "RecipVoiceNumber",
+        "RecipSecureCSID",
+    ]
+    recipient = module.FaxJobRecipient("+1 555 0100", "", "", "Bob", "", "+1 555 0199")
+    request = module.SendFax(
+        user_id="u",
+        str_pin="1",
+        recipients=module.FaxJobRecipients(item=(recipient,)),
+        fax_job_files=module.FaxJobFiles(item=(module.FaxJobFile(1, 101, b"%PDF"),)),
+    )
+    body = b"".join(_wire.envelope(request))
+    assert b"<RecipName>Bob</RecipName><RecipVoiceNumber>+1 555 0199</RecipVoiceNumber>" in body
+    edited = Validator.from_path(xsd)
+    assert edited.validate(body) == []
+    assert validate(body) != []  # the shipped schema does not know the new element
+    assert _codegen.generate(ROOT / "wsdl" / "FaxWS.wsdl") != code
