@@ -147,6 +147,14 @@ class HttpTransport:
         raw = response.raw
         chunks: list[bytes] = []
         total = 0
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self.max_response_bytes:
+            raise ProtocolError(
+                f"the response is larger than {self.max_response_bytes} bytes "
+                f"(Content-Length {declared})",
+                request_id=request_id,
+                status_code=response.status_code,
+            )
         try:
             while True:
                 chunk = raw.read1(65536, decode_content=True)

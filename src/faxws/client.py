@@ -37,7 +37,6 @@ from faxws.bindings import (
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
-    ConnectError,
     HTTPStatusError,
     ProtocolError,
     ServiceError,
@@ -317,7 +316,8 @@ class FaxClient:
             try:
                 raw = self._transport.post(payload, headers(rid, token), rid)
             except TransportError as exc:
-                retry = isinstance(exc, ConnectError) or (idempotent and exc.maybe_delivered)
+                # Nothing sent: always safe to repeat. Sent: only an idempotent call.
+                retry = idempotent or not exc.maybe_delivered
                 if retry and attempt < self._retries:
                     attempt = self._back_off(operation, rid, attempt, type(exc).__name__)
                     continue

@@ -21,6 +21,7 @@ import contextlib
 import json
 import secrets
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -151,6 +152,11 @@ class Fault:
     def close_after_read(cls) -> Fault:
         """Read the whole request, then close the connection without answering."""
         return cls("close_after_read")
+
+    @classmethod
+    def reset_mid_response(cls) -> Fault:
+        """Send the status line, the headers and half of the body, then reset the connection."""
+        return cls("reset")
 
     @classmethod
     def slow_drip(cls, seconds: float) -> Fault:
@@ -536,9 +542,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if request_id is not None:
             headers["x-ch-request-id"] = request_id
-        self._send(
-            status, headers, payload, drip=fault.delay if fault and fault.kind == "drip" else 0
-        )
+        drip = fault.delay if fault is not None and fault.kind == "drip" else 0.0
+        reset = fault is not None and fault.kind == "reset"
+        self._send(status, headers, payload, drip=drip, reset=reset)
 
     def _drain(self) -> None:
         length = self._content_length()
@@ -676,13 +682,28 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Content-Type": "application/json", **(extra or {})}
         self._send(status, headers, json.dumps(data).encode())
 
-    def _send(self, status: int, headers: dict[str, str], body: bytes, drip: float = 0) -> None:
+    def _send(
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        drip: float = 0,
+        reset: bool = False,
+    ) -> None:
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command == "HEAD":
+            return
+        if reset:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            # SO_LINGER with a zero timeout: close() sends a TCP reset, not a FIN.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
             return
         if drip > 0 and body:
             pause = drip / len(body)

@@ -1,0 +1,353 @@
+"""Reliability under hostile responses and network faults; each guarantee is a named test.
+
+Every case asserts the typed error, the ``maybe_delivered`` flag, and that a SendFax reached
+the service at most once.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+import responses
+import urllib3
+
+from conftest import URL, CaptureServer, envelope, http_reply, report_response, send_response
+from faxws import (
+    AuthenticationError,
+    ConnectError,
+    FaxClient,
+    FaxFile,
+    FaxWSError,
+    HTTPStatusError,
+    ProtocolError,
+    RequestTimeoutError,
+    ServiceError,
+    SoapFaultError,
+    TransportError,
+)
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, Fault
+
+PDF = FaxFile(b"%PDF-1.4", 101)
+
+
+def send(client: FaxClient) -> object:
+    return client.send_fax(["+1 555 0100"], [PDF], request_id="rid-rel")
+
+
+# -- hostile responses ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def marker_file(tmp_path: Path) -> Path:
+    path = tmp_path / "marker.txt"
+    path.write_text("MARKER-7f3e-LOCAL-FILE")
+    return path
+
+
+def hostile_bodies(marker: Path, dtd_url: str) -> Iterator[tuple[str, bytes, str]]:
+    """(name, raw HTTP response, words of the error)."""
+    laughs = "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+    yield (
+        "billion-laughs",
+        http_reply(f'<!DOCTYPE r [<!ENTITY l0 "lol">{laughs}]><r>&l9;</r>'.encode()),
+        "DOCTYPE",
+    )
+    yield (
+        "xxe-local-file",
+        http_reply(
+            f'<!DOCTYPE r [<!ENTITY x SYSTEM "file://{marker}">]>'.encode() + envelope("<x>&x;</x>")
+        ),
+        "DOCTYPE",
+    )
+    yield (
+        "external-dtd",
+        http_reply(f'<!DOCTYPE r SYSTEM "{dtd_url}">'.encode() + report_response()),
+        "DOCTYPE",
+    )
+    yield ("deep-nesting", http_reply(b"<a>" * 10000 + b"</a>" * 10000), "not well-formed")
+    yield ("non-xml", http_reply(b"\x00\x01binary junk\xff"), "not well-formed")
+    yield (
+        "wrong-namespace",
+        http_reply(report_response().replace(b'xmlns="urn:FaxWS"', b'xmlns="urn:NotFaxWS"')),
+        "expected the element {urn:FaxWS}GetFaxBroadcastReportResponse",
+    )
+    yield (
+        "missing-part",
+        http_reply(
+            envelope(
+                '<GetFaxBroadcastReportResponse xmlns="urn:FaxWS"><return>true'
+                "</return></GetFaxBroadcastReportResponse>"
+            )
+        ),
+        "lacks /GetFaxBroadcastReportResponse/WSError",
+    )
+    yield (
+        "invalid-utf8",
+        http_reply(report_response().replace(b"<return>", b"<return>\xc3\x28")),
+        "not well-formed",
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "billion-laughs",
+        "xxe-local-file",
+        "external-dtd",
+        "deep-nesting",
+        "non-xml",
+        "wrong-namespace",
+        "missing-part",
+        "invalid-utf8",
+    ],
+)
+def test_hostile_response_gives_a_protocol_error(
+    capture_server: type[CaptureServer], marker_file: Path, case: str
+) -> None:
+    dtd_server = capture_server(lambda raw: http_reply(b'<!ENTITY x "DTD-FETCHED">'))
+    bodies = {
+        name: (raw, words)
+        for name, raw, words in hostile_bodies(marker_file, f"{dtd_server.url}/evil.dtd")
+    }
+    raw, words = bodies[case]
+    server = capture_server(lambda request: raw)
+    client = FaxClient(server.url, user_id="u", pin="1")
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProtocolError) as info:
+            client.get_fax_broadcast_report("J1", request_id="rid-hostile")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - started < 2
+    assert peak < 20 * 1024 * 1024
+    err = info.value
+    assert words in err.message
+    assert err.request_id == "rid-hostile"
+    assert len(err.body_excerpt) <= 500
+    for text in (str(err), repr(err), err.body_excerpt):
+        assert "MARKER-7f3e-LOCAL-FILE" not in text
+        assert "DTD-FETCHED" not in text
+    assert dtd_server.captured.requests == []
+
+
+def test_html_error_page_is_an_http_status_error(capture_server: type[CaptureServer]) -> None:
+    page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+    server = capture_server(lambda raw: http_reply(page, "502 Bad Gateway"))
+    client = FaxClient(server.url, user_id="u", pin="1", retries=0)
+    with pytest.raises(HTTPStatusError) as info:
+        send(client)
+    assert (info.value.status_code, info.value.maybe_delivered) == (502, True)
+    assert "502 Bad Gateway" in info.value.body_excerpt
+
+
+def test_fifty_megabyte_junk_body_is_refused_in_bounded_memory(
+    capture_server: type[CaptureServer],
+) -> None:
+    reply = http_reply(b"J" * (50 * 1024 * 1024))  # built before memory is traced
+    server = capture_server(lambda raw: reply)
+    client = FaxClient(server.url, user_id="u", pin="1")
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
+            send(client)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 25 * 1024 * 1024  # the 10 MiB cap, not the 50 MB body
+    assert time.monotonic() - started < 10
+    assert len(server.captured.requests) == 1
+
+
+def test_fault_with_a_huge_detail(capture_server: type[CaptureServer]) -> None:
+    detail = "D" * (5 * 1024 * 1024)
+    body = envelope(
+        f"<SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode><faultstring>{'x' * 5000}"
+        f"</faultstring><detail>{detail}</detail></SOAP-ENV:Fault>"
+    )
+    server = capture_server(lambda raw: http_reply(body, "500 Internal Server Error"))
+    with pytest.raises(SoapFaultError) as info:
+        send(FaxClient(server.url, user_id="u", pin="1"))
+    assert len(info.value.fault_string) <= 500
+    assert len(str(info.value)) < 700
+    assert "DDDD" not in str(info.value)
+
+
+def test_html_page_with_status_200_is_a_protocol_error(
+    capture_server: type[CaptureServer],
+) -> None:
+    server = capture_server(lambda raw: http_reply(b"<html><body>Maintenance</body></html>"))
+    with pytest.raises(ProtocolError, match="not a SOAP envelope"):
+        send(FaxClient(server.url, user_id="u", pin="1"))
+
+
+# -- network faults ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sim() -> Iterator[FaxWSSimulator]:
+    with FaxWSSimulator() as s:
+        yield s
+
+
+def client_for(sim: FaxWSSimulator, **kw: object) -> FaxClient:
+    kw.setdefault("retries", 2)
+    kw.setdefault("retry_backoff", 0.01)
+    return FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, **kw)  # type: ignore[arg-type]
+
+
+def test_connection_refused_is_not_delivered_and_may_be_retried() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    client = FaxClient(
+        f"http://127.0.0.1:{port}", user_id="u", pin="1", retries=2, retry_backoff=0.05
+    )
+    with pytest.raises(ConnectError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    assert time.monotonic() - started >= 0.15  # two retries with backoff 0.05 + 0.1
+
+
+def test_send_fax_is_retried_after_a_refused_connection(mocked: responses.RequestsMock) -> None:
+    refused = requests.exceptions.ConnectionError(
+        urllib3.exceptions.NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
+    )
+    mocked.post(URL, body=refused)
+    mocked.post(URL, body=send_response(["J1"]))
+    client = FaxClient("https://fax.example.com", user_id="u", pin="1", retry_backoff=0)
+    assert client.send_fax(["+1 555 0100"], [PDF], "rid-retry").job_ids == ("J1",)
+    assert [c.request.headers["x-ch-request-id"] for c in mocked.calls] == ["rid-retry"] * 2
+
+
+def test_connect_timeout_is_not_delivered() -> None:
+    # A listener whose backlog is full: the kernel drops further SYNs, so connect() hangs.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(8):
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        time.sleep(0.05)
+        client = FaxClient(
+            f"http://127.0.0.1:{port}", user_id="u", pin="1", timeout=(0.3, 5), retries=0
+        )
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError) as info:
+            send(client)
+        assert info.value.maybe_delivered is False
+        assert time.monotonic() - started < 3
+    finally:
+        for f in fillers:
+            f.close()
+        listener.close()
+
+
+FAULT_CASES = [
+    ("read-timeout", Fault.delay_response(1.5), RequestTimeoutError, True),
+    ("reset-mid-response", Fault.reset_mid_response(), TransportError, True),
+    ("close-after-read", Fault.close_after_read(), TransportError, True),
+    ("close-before-read", Fault.close_before_read(), TransportError, True),
+    ("500", Fault.html_500(), HTTPStatusError, True),
+    ("502", Fault.http_status(502), HTTPStatusError, True),
+    ("503", Fault.http_status(503), HTTPStatusError, True),
+    ("504", Fault.http_status(504), HTTPStatusError, True),
+    ("401", Fault.http_status(401), AuthenticationError, False),
+    ("403", Fault.http_status(403), AuthenticationError, False),
+    ("slow-drip", Fault.slow_drip(10.0), RequestTimeoutError, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "maybe_delivered"),
+    [pytest.param(f, e, m, id=i) for i, f, e, m in FAULT_CASES],
+)
+def test_send_fax_fault_maps_to_typed_error_and_is_sent_once(
+    sim: FaxWSSimulator, fault: Fault, error: type[FaxWSError], maybe_delivered: bool
+) -> None:
+    operation = None if fault.kind == "close_before_read" else "SendFax"
+    sim.inject(fault, operation=operation, times=5)
+    with pytest.raises(error) as info:
+        send(client_for(sim, timeout=(2, 0.5)))
+    assert info.value.maybe_delivered is maybe_delivered
+    assert info.value.request_id == "rid-rel"
+    assert len(sim.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault.http_status(502),
+        Fault.http_status(503),
+        Fault.http_status(504),
+        Fault.close_after_read(),
+        Fault.reset_mid_response(),
+    ],
+    ids=["502", "503", "504", "close-after-read", "reset"],
+)
+def test_report_is_retried_with_backoff_and_the_same_request_id(
+    sim: FaxWSSimulator, fault: Fault
+) -> None:
+    client = client_for(sim, retries=2, retry_backoff=0.05)
+    job = client.send_fax(["+1 555 0100"], [PDF]).job_ids[0]
+    sim.inject(fault, operation="GetFaxBroadcastReport", times=2)
+    started = time.monotonic()
+    result = client.get_fax_broadcast_report(job, request_id="rid-again")
+    assert time.monotonic() - started >= 0.15  # backoff 0.05, then 0.1
+    reports = sim.requests_for("GetFaxBroadcastReport")
+    assert [r.header("x-ch-request-id") for r in reports] == ["rid-again"] * 3
+    assert result.request_id == "rid-again"
+
+
+def test_report_retries_default_to_two(sim: FaxWSSimulator) -> None:
+    sim.inject(Fault.http_status(503), operation="GetFaxBroadcastReport", times=10)
+    client = FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retry_backoff=0)
+    with pytest.raises(HTTPStatusError):
+        client.get_fax_broadcast_report("J1")
+    assert len(sim.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [(Fault.soap_fault(), SoapFaultError), (Fault.ws_error(-5001, "busy"), ServiceError)],
+    ids=["fault", "service-error"],
+)
+def test_report_is_never_retried_on_faults_or_service_errors(
+    sim: FaxWSSimulator, fault: Fault, error: type[FaxWSError]
+) -> None:
+    sim.inject(fault, operation="GetFaxBroadcastReport", times=5)
+    with pytest.raises(error):
+        client_for(sim).get_fax_broadcast_report("J1")
+    assert len(sim.requests) == 1
+
+
+def test_fifty_megabyte_chunked_junk_is_cut_off_at_the_cap(
+    capture_server: type[CaptureServer],
+) -> None:
+    block = b"J" * (1024 * 1024)
+    chunk = b"%x\r\n%s\r\n" % (len(block), block)
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 50 + b"0\r\n\r\n"
+    server = capture_server(lambda raw: reply)
+    client = FaxClient(server.url, user_id="u", pin="1")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
+            send(client)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 25 * 1024 * 1024
