@@ -31,7 +31,7 @@ from faxws import (
     SoapFaultError,
     TransportError,
 )
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, Fault
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator
 
 PDF = FaxFile(b"%PDF-1.4", 101)
 
