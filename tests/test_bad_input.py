@@ -137,6 +137,39 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
         "U+FFFF",
     ),
     ("negative timeout", lambda: client(timeout=-1), "timeout", "seconds"),
+    (
+        "recipient name with NUL",
+        lambda: client().send_fax([Recipient("+1 555 0100", name="Bob\x00")], [OK_FILE]),
+        "name",
+        "U+0000",
+    ),
+    (
+        "company with U+0001",
+        lambda: client().send_fax([Recipient("+1 555 0100", company="A\x01")], [OK_FILE]),
+        "company",
+        "U+0001",
+    ),
+    (
+        "title with U+FFFE",
+        lambda: client().send_fax([Recipient("+1 555 0100", title="\ufffe")], [OK_FILE]),
+        "title",
+        "U+FFFE",
+    ),
+    (
+        "secure csid with a lone surrogate",
+        lambda: client().send_fax([Recipient("+1 555 0100", secure_csid="\ud800")], [OK_FILE]),
+        "secure_csid",
+        "U+D800",
+    ),
+    ("fax number with LF", send("+1 555\n0100"), "recipients[0].fax_number", "line break"),
+    ("directory as a file", lambda: FaxFile(Path("/"), 101), "data", "is a directory"),
+    (
+        "base url with CRLF",
+        lambda: client(base_url="https://fax.example.com/\r\nX: 1"),
+        "base_url",
+        "whitespace",
+    ),
+    ("retries out of range", lambda: client(retries=-1), "retries", "outside"),
 ]
 
 

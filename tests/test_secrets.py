@@ -1,0 +1,118 @@
+"""Secrets never leak: not in logs at any level, exception messages, reprs or CLI output."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import pytest
+
+from conftest import CaptureServer, fault_response, http_reply
+from faxws import FaxClient, FaxFile, FaxWSError
+from faxws.oauth import ClientCredentials
+from faxws.testing import Account, Fault, FaxWSSimulator
+
+PIN = "PINMARK-3r9w"
+TOKEN = "TOKMARK-7q2z"
+SECRET = "SECMARK-5x1k"
+USER = "mbx-secret-test"
+MARKERS = (PIN, TOKEN, SECRET)
+
+
+def test_no_secret_anywhere_across_client_cli_and_simulator(
+    caplog: pytest.LogCaptureFixture, capture_server: type[CaptureServer], tmp_path: Path
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the root logger: faxws, requests, urllib3
+    seen: list[str] = []
+    account = Account(USER, pin=PIN, tokens=(TOKEN,), client_id="cid", client_secret=SECRET)
+    pdf = FaxFile(b"%PDF-1.4", 101)
+
+    def attempt(action: object) -> None:
+        try:
+            action()  # type: ignore[operator]
+        except FaxWSError as exc:
+            seen.extend([str(exc), repr(exc), exc.message, getattr(exc, "body_excerpt", "")])
+
+    with FaxWSSimulator([account]) as sim:
+        provider = ClientCredentials(sim.token_url, "cid", SECRET)
+        clients = [
+            FaxClient(sim.url, user_id=USER, pin=PIN, retries=1, retry_backoff=0),
+            FaxClient(sim.url, user_id=USER, token=TOKEN, retries=1, retry_backoff=0),
+            FaxClient(sim.url, user_id=USER, token=provider, retries=1, retry_backoff=0),
+        ]
+        seen += [repr(c) for c in clients] + [repr(provider), repr(account), repr(sim.accounts)]
+        faults = [
+            None,
+            Fault.soap_fault(),
+            Fault.ws_error(-1),
+            Fault.html_500(),
+            Fault.http_status(503),
+            Fault.http_status(401),
+            Fault.close_after_read(),
+            Fault.reset_mid_response(),
+        ]
+        for client in clients:
+            for fault in faults:
+                if fault is not None:
+                    sim.inject(fault, times=2)
+                attempt(lambda c=client: c.send_fax(["+1 555 0100"], [pdf]))
+                attempt(lambda c=client: c.get_fax_broadcast_report("SIM00000001"))
+            attempt(lambda c=client: c.send_fax(["no digits"], [pdf]))  # bad input
+        sim.expire_tokens()  # the provider's 401 path
+        attempt(lambda: clients[2].send_fax(["+1 555 0100"], [pdf]))
+        bad_pin = FaxClient(sim.url, user_id=USER, pin=PIN + "x")
+        attempt(lambda: bad_pin.get_fax_broadcast_report("J"))
+        bad_secret = ClientCredentials(sim.token_url, "cid", SECRET + "x")
+        attempt(
+            lambda: FaxClient(sim.url, user_id=USER, token=bad_secret).send_fax(["+1 5"], [pdf])
+        )
+        issued_tokens = list(sim._issued)
+
+        # The CLI, with --verbose, in every auth mode.
+        pdf_path = tmp_path / "a.pdf"
+        pdf_path.write_bytes(b"%PDF-1.4")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
+        env |= {"FAXWS_BASE_URL": sim.url, "FAXWS_USER_ID": USER}
+        modes = [
+            {"FAXWS_PIN": PIN},
+            {"FAXWS_TOKEN": TOKEN},
+            {
+                "FAXWS_TOKEN_URL": sim.token_url,
+                "FAXWS_CLIENT_ID": "cid",
+                "FAXWS_CLIENT_SECRET": SECRET,
+            },
+            {"FAXWS_PIN": PIN + "-wrong"},
+        ]
+        for mode in modes:
+            for args in (["send", "--to", "+1 555 0100", str(pdf_path)], ["report", "J1"]):
+                for extra in ([], ["--json"]):
+                    done = subprocess.run(
+                        [sys.executable, "-m", "faxws", *args, "--verbose", *extra],
+                        env=env | mode,
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                        check=False,
+                    )
+                    seen += [done.stdout, done.stderr]
+
+    # A hostile service that echoes the request (PIN included) into its fault.
+    def echo_body(raw: bytes) -> bytes:
+        body = raw.partition(b"\r\n\r\n")[2].decode()
+        return http_reply(fault_response("c", escape(body[-300:])), "500 Internal Server Error")
+
+    echo = capture_server(echo_body)
+    attempt(lambda: FaxClient(echo.url, user_id=USER, pin=PIN).get_fax_broadcast_report("J"))
+
+    records = [r.getMessage() for r in caplog.records] + [
+        str(r.args) for r in caplog.records if r.args
+    ]
+    everything = "\n".join(seen + records)
+    assert "SendFax request_id=" in everything  # the logs were captured
+    assert "***" in everything  # the echoing service's copy of the PIN was masked
+    for marker in (*MARKERS, *issued_tokens):
+        assert marker not in everything
