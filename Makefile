@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: test lint build bindings check-bindings demo clean
+.PHONY: test lint build bindings check-bindings demo bench bench-smoke clean
 
 $(VENV)/.test-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,9 +34,17 @@ check-bindings: $(VENV)/.test-installed
 demo: $(VENV)/.test-installed
 	$(PY) scripts/demo.py
 
+# Benchmarks against their baselines (plain zeep, and the floor: a prebuilt body posted with
+# requests). bench-smoke runs the same code with tiny sizes; the test suite runs it too.
+bench: $(VENV)/.test-installed
+	$(PY) benchmarks/bench.py
+
+bench-smoke: $(VENV)/.test-installed
+	$(PY) benchmarks/bench.py --smoke
+
 lint: $(VENV)/.dev-installed
-	$(PY) -m ruff check src tests scripts
-	$(PY) -m ruff format --check src tests scripts
+	$(PY) -m ruff check src tests scripts benchmarks
+	$(PY) -m ruff format --check src tests scripts benchmarks
 	$(PY) -m mypy --strict src
 
 build: $(VENV)/.test-installed

@@ -1,32 +1,67 @@
-"""faxws: a typed client for the FaxWS v5 SOAP fax service.
+"""faxws: a typed client, schema validator and local simulator for the FaxWS v5 SOAP service.
 
 >>> from faxws import FaxClient, Recipient, FaxFile
 >>> client = FaxClient("https://fax.example.com", user_id="mbx123", token="...")  # doctest: +SKIP
 >>> client.send_fax([Recipient("+1 555 0100")], [FaxFile.from_path("a.pdf")])  # doctest: +SKIP
+
+The public names are imported on first use, so ``import faxws`` (and the ``faxws`` command's
+start-up) stays fast: requests and lxml load only when a client or the validator is needed,
+and zeep only when the bindings are regenerated.
 """
 
+from __future__ import annotations
+
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
 from faxws._version import __version__
-from faxws.auth import BearerAuth, PinAuth, TokenProvider
-from faxws.client import FaxClient
-from faxws.errors import (
-    AuthenticationError,
-    BadInputError,
-    ConnectError,
-    FaxWSError,
-    HTTPStatusError,
-    ProtocolError,
-    RequestTimeoutError,
-    ServiceError,
-    SoapFaultError,
-    TransportError,
-)
-from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
-from faxws.validation import ValidationIssue
+
+if TYPE_CHECKING:
+    from faxws.auth import BearerAuth, PinAuth, TokenProvider
+    from faxws.client import FaxClient
+    from faxws.errors import (
+        AuthenticationError,
+        BadInputError,
+        ConnectError,
+        FaxWSError,
+        HTTPStatusError,
+        ProtocolError,
+        RequestTimeoutError,
+        ServiceError,
+        SoapFaultError,
+        TransportError,
+    )
+    from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
+    from faxws.validation import ValidationIssue, validate, validate_or_raise
 
 # A library does not configure logging; the application decides where records go.
 logging.getLogger("faxws").addHandler(logging.NullHandler())
+
+_EXPORTS = {
+    "AuthenticationError": "faxws.errors",
+    "BadInputError": "faxws.errors",
+    "BearerAuth": "faxws.auth",
+    "BroadcastReportResult": "faxws.models",
+    "ConnectError": "faxws.errors",
+    "FaxClient": "faxws.client",
+    "FaxFile": "faxws.models",
+    "FaxWSError": "faxws.errors",
+    "FileType": "faxws.models",
+    "HTTPStatusError": "faxws.errors",
+    "PinAuth": "faxws.auth",
+    "ProtocolError": "faxws.errors",
+    "Recipient": "faxws.models",
+    "RequestTimeoutError": "faxws.errors",
+    "SendFaxResult": "faxws.models",
+    "ServiceError": "faxws.errors",
+    "SoapFaultError": "faxws.errors",
+    "TokenProvider": "faxws.auth",
+    "TransportError": "faxws.errors",
+    "ValidationIssue": "faxws.validation",
+    "validate": "faxws.validation",
+    "validate_or_raise": "faxws.validation",
+}
 
 __all__ = [
     "AuthenticationError",
@@ -50,4 +85,19 @@ __all__ = [
     "TransportError",
     "ValidationIssue",
     "__version__",
+    "validate",
+    "validate_or_raise",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faxws' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -482,6 +482,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     timeout = 30  # idle keep-alive connections end
+    # Headers and body go out in separate writes; with Nagle's algorithm on, each answer
+    # would wait for the client's delayed ACK.
+    disable_nagle_algorithm = True
     error_content_type = "text/plain"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002

@@ -9,8 +9,8 @@ payload element) or a bare payload element; any request or response element of t
 Hostile documents (a DTD, entities, external references, non-XML) give an issue; nothing is
 ever fetched or expanded, and the parser's size and depth limits stay on.
 
-The schema is compiled once per process and shared between threads; libxml2 keeps the last
-validation's errors on the schema object, so validations are serialized by a lock.
+The schema is compiled once per process and shared between threads without a lock for the
+verdict; the errors of an invalid document are read under a lock (see ``schema_issues``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ class Validator:
         self.elements = frozenset(
             str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
         )
+        self._doc = doc
         self._schema = etree.XMLSchema(doc)
+        self._reporter: etree.XMLSchema | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -96,12 +98,17 @@ class Validator:
 
     def schema_issues(self, payload: etree._Element) -> list[ValidationIssue]:
         """Check one payload element (and what it holds) against the schema alone."""
-        # libxml2 keeps the last validation's errors on the schema object: one at a time.
-        with self._lock:
-            valid = self._schema.validate(payload)
-            errors: list[etree._LogEntry] = list(self._schema.error_log)  # type: ignore[call-overload]
-        if valid:
+        # The verdict is safe to get without a lock: each validation runs in its own libxml2
+        # context. The error log is not: lxml keeps it on the schema object and clears it on
+        # every call. So a second compiled copy, used only under the lock and only for the
+        # rare invalid document, reads the errors, and valid documents never wait.
+        if self._schema.validate(payload):
             return []
+        with self._lock:
+            if self._reporter is None:
+                self._reporter = etree.XMLSchema(self._doc)
+            self._reporter.validate(payload)
+            errors: list[etree._LogEntry] = list(self._reporter.error_log)  # type: ignore[call-overload]
         issues = []
         for error in errors:
             node = _resolve(payload, error.path or "")

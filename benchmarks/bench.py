@@ -1,0 +1,557 @@
+"""faxws benchmarks: every figure next to its baseline, measured side by side in one run.
+
+    python benchmarks/bench.py            # full sizes (make bench)
+    python benchmarks/bench.py --smoke    # tiny sizes, a few seconds (make bench-smoke)
+
+Servers run in a separate process (a sink that reads each request and answers a fixed valid
+response), so the client's CPU time and memory are measured alone. Memory figures come from
+child processes: the peak RSS (VmHWM, reset just before the call) minus the RSS just before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+USER, PIN = "mbx0000000000", "0000"
+
+SEND_RESPONSE = (
+    f'<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="{SOAP}"><soap:Body>'
+    '<FaxSendResponse xmlns="urn:FaxWS"><return>true</return><FaxJobIds><item><JobId>J1</JobId>'
+    "</item></FaxJobIds><TTFP>30</TTFP><WSError><ErrorCode>0</ErrorCode><ErrorString/>"
+    "</WSError></FaxSendResponse></soap:Body></soap:Envelope>"
+).encode()
+REPORT_RESPONSE = (
+    f'<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="{SOAP}"><soap:Body>'
+    '<GetFaxBroadcastReportResponse xmlns="urn:FaxWS"><return>true</return><WSError>'
+    "<ErrorCode>0</ErrorCode><ErrorString/></WSError></GetFaxBroadcastReportResponse>"
+    "</soap:Body></soap:Envelope>"
+).encode()
+
+
+# -- the sink server (its own process) ----------------------------------------------------------
+
+
+class _Sink(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:
+        remaining = int(self.headers.get("Content-Length", "0"))
+        head = b""
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            if len(head) < 2048:
+                head += chunk[:2048]
+            remaining -= len(chunk)
+        body = REPORT_RESPONSE if b"GetFaxBroadcastReport" in head else SEND_RESPONSE
+        self.send_response(200)
+        self.send_header("Content-Type", "text/xml; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve_sink() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+class SinkProcess:
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--sink"], stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        return f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+# -- request bodies for the floor ---------------------------------------------------------------
+
+
+def floor_send_body(encoded: bytes) -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<soap:Envelope xmlns:soap="'
+        + SOAP.encode()
+        + b'"><soap:Header/><soap:Body><SendFax xmlns="urn:FaxWS"><UserID>'
+        + USER.encode()
+        + b"</UserID><strPIN>"
+        + PIN.encode()
+        + b"</strPIN><Recipients><item><RecipFaxNumber>"
+        b"+1 555 0100</RecipFaxNumber><RecipCompany/><RecipTitle/><RecipName/><RecipSecureCSID/>"
+        b"</item></Recipients><FaxJobFiles><item><FileIndex>1</FileIndex><FileTypeId>101"
+        b"</FileTypeId><FileData>" + encoded + b"</FileData></item></FaxJobFiles></SendFax>"
+        b"</soap:Body></soap:Envelope>"
+    )
+
+
+FLOOR_REPORT_BODY = (
+    f'<?xml version="1.0" encoding="utf-8"?>\n<soap:Envelope xmlns:soap="{SOAP}"><soap:Header/>'
+    f'<soap:Body><GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>{USER}</UserID><strPIN>{PIN}'
+    "</strPIN><JobId>J1</JobId><RecipientType>0</RecipientType><RecipAddress/>"
+    "</GetFaxBroadcastReport></soap:Body></soap:Envelope>"
+).encode()
+HEADERS = {"Content-Type": "application/soap+xml; charset=utf-8", "SOAPAction": ""}
+
+
+def zeep_client(url: str) -> Any:
+    import requests
+    import zeep
+    from zeep.transports import Transport
+
+    session = requests.Session()
+    session.trust_env = False
+    client = zeep.Client(str(WSDL), transport=Transport(session=session))
+    return client.create_service("{urn:FaxWS}FaxWSBinding", f"{url}/fax/v5")
+
+
+def zeep_send(service: Any, data: bytes) -> None:
+    service.SendFax(
+        UserID=USER,
+        strPIN=PIN,
+        Recipients={
+            "item": [
+                {
+                    "RecipFaxNumber": "+1 555 0100",
+                    "RecipCompany": "",
+                    "RecipTitle": "",
+                    "RecipName": "",
+                    "RecipSecureCSID": "",
+                }
+            ]
+        },
+        FaxJobFiles={"item": [{"FileIndex": 1, "FileTypeId": 101, "FileData": data}]},
+    )
+
+
+def zeep_report(service: Any) -> None:
+    service.GetFaxBroadcastReport(
+        UserID=USER, strPIN=PIN, JobId="J1", RecipientType=0, RecipAddress=""
+    )
+
+
+# -- large document: one child process per way of sending ---------------------------------------
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def child_large(way: str, url: str, path: str) -> None:
+    """Send ``path`` once the way named, and print the extra peak memory and the time."""
+    import requests
+
+    from faxws import FaxClient, FaxFile
+
+    size = os.path.getsize(path)
+    send: Callable[[], None]
+    if way == "faxws":
+        client = FaxClient(url, user_id=USER, pin=PIN)
+        client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4", 101)])  # warm up
+        doc = FaxFile.from_path(path)
+
+        def send() -> None:
+            client.send_fax(["+1 555 0100"], [doc])
+
+    elif way == "floor":
+        session = requests.Session()
+        session.trust_env = False
+        session.post(f"{url}/fax/v5", data=floor_send_body(b"JVBERg=="), headers=HEADERS)
+
+        def send() -> None:
+            with open(path, "rb") as fh:
+                body = floor_send_body(base64.b64encode(fh.read()))
+            session.post(f"{url}/fax/v5", data=body, headers=HEADERS).raise_for_status()
+
+    else:
+        service = zeep_client(url)
+        zeep_send(service, b"%PDF-1.4")  # warm up
+        data = Path(path).read_bytes()  # zeep needs the document in memory: not counted
+
+        def send() -> None:
+            zeep_send(service, data)
+
+    baseline = _status("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # reset the peak RSS to the current RSS
+    except OSError:
+        pass
+    started = time.perf_counter()
+    send()
+    wall = time.perf_counter() - started
+    extra = max(0, _status("VmHWM") - baseline)
+    print(json.dumps({"way": way, "size": size, "extra": extra, "wall": wall}))
+
+
+def large_document(url: str, size: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "scan.pdf"
+        block = os.urandom(1 << 20)
+        with open(path, "wb") as fh:
+            for _ in range(size // len(block)):
+                fh.write(block)
+            fh.write(block[: size % len(block)])
+        out = {}
+        for way in ("faxws", "floor", "zeep"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--child-large", way, url, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            out[way] = json.loads(done.stdout.strip().splitlines()[-1])
+        return out
+
+
+# -- per call CPU, throughput -------------------------------------------------------------------
+
+
+def cpu_per_call(fns: dict[str, Callable[[], object]], n: int, rounds: int) -> dict[str, float]:
+    """CPU seconds per call of each function: interleaved rounds, the median of each."""
+    for fn in fns.values():
+        for _ in range(min(20, n)):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            started = time.process_time()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.process_time() - started) / n)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def per_call(url: str, n: int, rounds: int) -> dict[str, float]:
+    import requests
+
+    from faxws import FaxClient, FaxFile
+
+    data = os.urandom(100 * 1024)
+    client = FaxClient(url, user_id=USER, pin=PIN)
+    doc = FaxFile(data, 101)
+    service = zeep_client(url)
+    session = requests.Session()
+    session.trust_env = False
+    send_body = floor_send_body(base64.b64encode(data))
+
+    def floor_send() -> None:
+        session.post(f"{url}/fax/v5", data=send_body, headers=HEADERS).raise_for_status()
+
+    def floor_report() -> None:
+        session.post(f"{url}/fax/v5", data=FLOOR_REPORT_BODY, headers=HEADERS).raise_for_status()
+
+    return cpu_per_call(
+        {
+            "faxws_send": lambda: client.send_fax(["+1 555 0100"], [doc]),
+            "zeep_send": lambda: zeep_send(service, data),
+            "floor_send": floor_send,
+            "faxws_report": lambda: client.get_fax_broadcast_report("J1"),
+            "zeep_report": lambda: zeep_report(service),
+            "floor_report": floor_report,
+        },
+        n,
+        rounds,
+    )
+
+
+def throughput(url: str, calls: int, rounds: int, threads: int = 8) -> dict[str, float]:
+    """Calls per second; rounds alternate between faxws and the floor, the best of each."""
+    import requests
+
+    from faxws import FaxClient
+
+    client = FaxClient(url, user_id=USER, pin=PIN, max_connections=threads)
+    session = requests.Session()
+    session.trust_env = False
+    adapter = requests.adapters.HTTPAdapter(pool_maxsize=threads)
+    session.mount("http://", adapter)
+
+    def run(fn: Callable[[int], object]) -> float:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(fn, range(threads * 4)))  # warm up every connection
+            started = time.perf_counter()
+            list(pool.map(fn, range(calls)))
+            return calls / (time.perf_counter() - started)
+
+    faxws_rates, floor_rates = [], []
+    for _ in range(rounds):
+        faxws_rates.append(run(lambda _: client.get_fax_broadcast_report("J1")))
+        floor_rates.append(
+            run(lambda _: session.post(f"{url}/fax/v5", data=FLOOR_REPORT_BODY, headers=HEADERS))
+        )
+    return {"faxws": max(faxws_rates), "floor": max(floor_rates)}
+
+
+# -- start-up and construction ------------------------------------------------------------------
+
+
+def wall(cmd: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def startup(runs: int) -> dict[str, float]:
+    small = ROOT / "tests" / "golden" / "report_pin.xml"
+    py = sys.executable
+    return {
+        "import_zeep": wall([py, "-c", "import zeep"], runs),
+        "import_faxws": wall([py, "-c", "import faxws"], runs),
+        "validate": wall([py, "-m", "faxws", "validate", str(small)], runs),
+        "help": wall([py, "-m", "faxws", "--help"], runs),
+    }
+
+
+def child_construction() -> None:
+    from faxws import FaxClient
+
+    started = time.perf_counter()
+    FaxClient("https://fax.example.com", user_id=USER, pin=PIN)
+    first = time.perf_counter() - started
+    n = 200
+    started = time.perf_counter()
+    for _ in range(n):
+        FaxClient("https://fax.example.com", user_id=USER, pin=PIN)
+    later = (time.perf_counter() - started) / n
+    print(json.dumps({"first": first, "later": later}))
+
+
+def construction() -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child-construction"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    figure: str
+    value: str
+    baseline: str
+    ratio: float
+    target: str
+    met: bool
+
+
+def mib(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def ms(s: float) -> str:
+    return f"{s * 1000:.2f} ms"
+
+
+def table(rows: list[Row]) -> str:
+    head = ("figure", "ratio", "target", "met", "faxws", "baseline")
+    body = [
+        (r.figure, f"{r.ratio:.2f}x", r.target, "yes" if r.met else "NO", r.value, r.baseline)
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
+    lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |"]
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in body:
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--sink", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-large", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--child-construction", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sink:
+        serve_sink()
+        return 0
+    if args.child_large:
+        child_large(*args.child_large)
+        return 0
+    if args.child_construction:
+        child_construction()
+        return 0
+
+    size = 256 * 1024 if args.smoke else 50 * 1024 * 1024
+    calls, rounds = (20, 1) if args.smoke else (200, 5)
+    rate_calls = 100 if args.smoke else 2000
+    runs = 2 if args.smoke else 7
+    started = time.perf_counter()
+    with SinkProcess() as url:
+        large = large_document(url, size)
+        cpu = per_call(url, calls, rounds)
+        rates = throughput(url, rate_calls, rounds)
+    boot = startup(runs)
+    build = construction()
+
+    f, fl, z = large["faxws"], large["floor"], large["zeep"]
+    rows = [
+        Row(
+            f"large document {mib(size)}: extra peak memory / file size",
+            f"{f['extra'] / size:.2f}x ({mib(f['extra'])})",
+            f"zeep {z['extra'] / size:.2f}x ({mib(z['extra'])})",
+            f["extra"] / size,
+            "<= 1.5x (aim < 0.5x)",
+            f["extra"] / size <= 1.5,
+        ),
+        Row(
+            "large document: wall time vs floor",
+            f"{f['wall']:.3f} s",
+            f"floor {fl['wall']:.3f} s",
+            f["wall"] / fl["wall"],
+            "<= 1.3x",
+            f["wall"] / fl["wall"] <= 1.3,
+        ),
+        Row(
+            "large document: wall time vs plain zeep",
+            f"{f['wall']:.3f} s",
+            f"zeep {z['wall']:.3f} s",
+            f["wall"] / z["wall"],
+            "< 1x",
+            f["wall"] < z["wall"],
+        ),
+        Row(
+            "CPU per SendFax (100 KiB) vs plain zeep",
+            ms(cpu["faxws_send"]),
+            f"zeep {ms(cpu['zeep_send'])}",
+            cpu["faxws_send"] / cpu["zeep_send"],
+            "<= 1x",
+            cpu["faxws_send"] <= cpu["zeep_send"],
+        ),
+        Row(
+            "CPU per SendFax (100 KiB) vs floor",
+            ms(cpu["faxws_send"]),
+            f"floor {ms(cpu['floor_send'])}",
+            cpu["faxws_send"] / cpu["floor_send"],
+            "-",
+            True,
+        ),
+        Row(
+            "CPU per report call vs plain zeep",
+            ms(cpu["faxws_report"]),
+            f"zeep {ms(cpu['zeep_report'])}",
+            cpu["faxws_report"] / cpu["zeep_report"],
+            "<= 1x",
+            cpu["faxws_report"] <= cpu["zeep_report"],
+        ),
+        Row(
+            "CPU per report call vs floor",
+            ms(cpu["faxws_report"]),
+            f"floor {ms(cpu['floor_report'])}",
+            cpu["faxws_report"] / cpu["floor_report"],
+            "-",
+            True,
+        ),
+        Row(
+            "throughput, 8 threads, report calls",
+            f"{rates['faxws']:.0f}/s",
+            f"floor {rates['floor']:.0f}/s",
+            rates["faxws"] / rates["floor"],
+            ">= 0.7x",
+            rates["faxws"] / rates["floor"] >= 0.7,
+        ),
+        Row(
+            "start-up: import faxws",
+            ms(boot["import_faxws"]),
+            f"import zeep {ms(boot['import_zeep'])}",
+            boot["import_faxws"] / boot["import_zeep"],
+            "<= 0.5x",
+            boot["import_faxws"] / boot["import_zeep"] <= 0.5,
+        ),
+        Row(
+            "start-up: faxws validate (small file)",
+            ms(boot["validate"]),
+            f"import zeep {ms(boot['import_zeep'])}",
+            boot["validate"] / boot["import_zeep"],
+            "<= 0.5x",
+            boot["validate"] / boot["import_zeep"] <= 0.5,
+        ),
+        Row(
+            "start-up: faxws --help",
+            ms(boot["help"]),
+            f"import zeep {ms(boot['import_zeep'])}",
+            boot["help"] / boot["import_zeep"],
+            "<= 0.5x",
+            boot["help"] / boot["import_zeep"] <= 0.5,
+        ),
+        Row(
+            "construction: later FaxClient",
+            ms(build["later"]),
+            f"first {ms(build['first'])}",
+            build["later"] / build["first"],
+            "< 1 ms",
+            build["later"] < 0.001,
+        ),
+    ]
+    print(
+        f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
+    print(table(rows))
+    print(f"({time.perf_counter() - started:.1f} s)")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "large": large,
+                    "cpu": cpu,
+                    "throughput": rates,
+                    "startup": boot,
+                    "construction": build,
+                    "rows": [r.__dict__ for r in rows],
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
