@@ -80,6 +80,20 @@ class HttpTransport:
         session.mount("https://", adapter)
         session.headers["User-Agent"] = user_agent
         self._session = session
+        self._proxies = dict(proxies or {})
+        # The request line, URL and fixed headers are prepared once; each call copies the
+        # template and sets its own headers and body. This skips requests' per-call merging
+        # of session settings, cookies and hooks, none of which a SOAP call uses.
+        self._template = requests.Request("POST", url, headers=dict(session.headers)).prepare()
+
+    def _prepare(
+        self, body: bytes | Iterable[bytes], headers: Mapping[str, str]
+    ) -> requests.PreparedRequest:
+        request = self._template.copy()
+        assert request.headers is not None
+        request.headers.update(headers)
+        request.prepare_body(body, None)
+        return request
 
     def close(self) -> None:
         self._session.close()
@@ -89,13 +103,13 @@ class HttpTransport:
     ) -> RawResponse:
         start = time.perf_counter()
         try:
-            response = self._session.post(
-                self.url,
-                data=body,
-                headers=headers,
+            response = self._session.send(
+                self._prepare(body, headers),
                 timeout=self.timeout,
                 allow_redirects=False,
                 stream=True,
+                verify=self._session.verify,
+                proxies=self._proxies,
             )
         except requests.exceptions.ConnectTimeout as exc:
             raise RequestTimeoutError(
