@@ -5,17 +5,19 @@
 >>> client.send_fax([Recipient("+1 555 0100")], [FaxFile.from_path("a.pdf")])  # doctest: +SKIP
 
 The public names are imported on first use, so ``import faxws`` (and the ``faxws`` command's
-start-up) stays fast: requests and lxml load only when a client or the validator is needed,
-and zeep only when the bindings are regenerated.
+start-up) stays fast: requests, lxml and logging load only when a client or the validator is
+needed, and zeep only when the bindings are regenerated.
 """
 
 from __future__ import annotations
 
 import importlib
-import logging
-from typing import TYPE_CHECKING, Any
 
 from faxws._version import __version__
+
+# typing.TYPE_CHECKING without importing typing (about 10 ms): type checkers treat any
+# constant of this name as true.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from faxws.auth import BearerAuth, PinAuth, TokenProvider
@@ -34,9 +36,6 @@ if TYPE_CHECKING:
     )
     from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
     from faxws.validation import ValidationIssue, validate, validate_or_raise
-
-# A library does not configure logging; the application decides where records go.
-logging.getLogger("faxws").addHandler(logging.NullHandler())
 
 _EXPORTS = {
     "AuthenticationError": "faxws.errors",
@@ -90,7 +89,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'faxws' has no attribute {name!r}")

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 import threading
 from typing import Any
 
 from lxml import etree
 
+from faxws._log import logger
 from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, XmlType
-
-logger = logging.getLogger("faxws")
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"

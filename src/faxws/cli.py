@@ -11,8 +11,6 @@ imports what it needs.
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -293,6 +291,8 @@ def _with_errors(args: argparse.Namespace, action: Callable[[], dict[str, Any]])
     )
 
     if args.verbose:
+        import logging
+
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("faxws: %(levelname)s: %(message)s"))
         logger = logging.getLogger("faxws")
@@ -336,6 +336,8 @@ def _error_json(exc: Any) -> dict[str, Any]:
 
 
 def _print_json(stream: TextIO, data: dict[str, Any]) -> None:
+    import json
+
     data.pop("_text", None)
     stream.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
@@ -471,6 +473,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "client_secret": shown(account.client_secret),
     }
     if args.json:
+        import json
+
         print(json.dumps(info, sort_keys=True), flush=True)
     else:
         print(f"FaxWS simulator listening on {sim.url}", flush=True)

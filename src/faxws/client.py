@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -10,6 +9,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
+from faxws._log import logger
 from faxws._reader import ReadError, fault_of, parse_document, read_payload, soap_payload
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -49,7 +49,6 @@ from faxws.validation import check_request
 
 __all__ = ["FaxClient"]
 
-logger = logging.getLogger("faxws")
 
 _T = TypeVar("_T")
 _RETRY_STATUSES = frozenset({502, 503, 504})

@@ -8,7 +8,6 @@ token after the client reports an HTTP 401 (through :meth:`ClientCredentials.inv
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from urllib.parse import urlsplit
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 import requests
 
 from faxws._checks import check_header_token, check_text, is_loopback
+from faxws._log import logger
 from faxws._transport import DEFAULT_TIMEOUT, Timeout
 from faxws.errors import (
     AuthenticationError,
@@ -28,7 +28,6 @@ from faxws.errors import (
 
 __all__ = ["DEFAULT_SCOPE", "ClientCredentials"]
 
-logger = logging.getLogger("faxws")
 
 DEFAULT_SCOPE = "FaxWS offline_access"
 

@@ -15,7 +15,6 @@ verdict; the errors of an invalid document are read under a lock (see ``schema_i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -362,6 +361,7 @@ def validate_documents(
     names: Sequence[str], *, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read."""
+    import json  # only this command needs it; kept off the import path
     results: list[dict[str, object]] = []
     unreadable = invalid = False
     for name in names:
