@@ -351,3 +351,16 @@ def test_fifty_megabyte_chunked_junk_is_cut_off_at_the_cap(
     finally:
         tracemalloc.stop()
     assert peak < 25 * 1024 * 1024
+
+
+def test_a_dtd_in_a_utf16_response_is_refused(capture_server: type[CaptureServer]) -> None:
+    body = (
+        '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE r [<!ENTITY x "MARKER-U16">]>'
+        '<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>'
+        "<s:Fault><faultcode>c</faultcode><faultstring>&x;</faultstring></s:Fault>"
+        "</s:Body></s:Envelope>"
+    ).encode("utf-16")
+    server = capture_server(lambda raw: http_reply(body))
+    with pytest.raises(ProtocolError, match="DTD") as info:
+        FaxClient(server.url, user_id="u", pin="1").get_fax_broadcast_report("J")
+    assert "MARKER-U16" not in str(info.value)

@@ -356,3 +356,14 @@ def test_an_optional_element_added_to_the_wsdl_flows_through(
     assert edited.validate(body) == []
     assert validate(body) != []  # the shipped schema does not know the new element
     assert _codegen.generate(ROOT / "wsdl" / "FaxWS.wsdl") != code
+
+
+def test_a_dtd_in_utf16_is_refused_too() -> None:
+    doc = (
+        '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE r [<!ENTITY x "MARKER-U16">]>'
+        '<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>&x;</UserID>'
+        "</GetFaxBroadcastReport>"
+    ).encode("utf-16")
+    (issue,) = validate(doc)
+    assert issue.message == "DTDs and entity declarations are not allowed"
+    assert "MARKER-U16" not in repr(issue)

@@ -10,37 +10,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import threading
 from typing import Any
 
 from lxml import etree
 
+from faxws import _safexml
 from faxws._log import logger
 from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, XmlType
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
 _ENVELOPES = {f"{{{SOAP11_NS}}}Envelope": SOAP11_NS, f"{{{SOAP12_NS}}}Envelope": SOAP12_NS}
-
-_local = threading.local()
-
-
-def _parser() -> etree.XMLParser:
-    # lxml parsers keep per-parse state: one per thread.
-    parser: etree.XMLParser | None = getattr(_local, "parser", None)
-    if parser is None:
-        parser = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            dtd_validation=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-            collect_ids=False,
-        )
-        _local.parser = parser
-    return parser
 
 
 class ReadError(Exception):
@@ -55,15 +35,15 @@ def parse_document(data: bytes) -> etree._Element:
     """Parse untrusted XML. Raises :class:`ReadError`."""
     if not data.strip():
         raise ReadError("the response body is empty")
-    if b"<!DOCTYPE" in data or b"<!doctype" in data:
+    if _safexml.dtd_offset(data) >= 0:
         raise ReadError("the response has a DOCTYPE (DTDs are refused)")
     try:
-        root = etree.fromstring(data, _parser())
+        root = etree.fromstring(data, _safexml.parser())
     except etree.XMLSyntaxError as exc:
         raise ReadError(f"the response is not well-formed XML: {exc.msg}") from None
     except (ValueError, etree.LxmlError) as exc:
         raise ReadError(f"the response cannot be parsed: {exc}") from None
-    if root.getroottree().docinfo.internalDTD is not None:
+    if _safexml.has_dtd(root):
         raise ReadError("the response has a DTD (DTDs are refused)")
     return root
 

@@ -26,7 +26,7 @@ from typing import TextIO
 
 from lxml import etree
 
-from faxws import _resources
+from faxws import _resources, _safexml
 from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
 
@@ -259,22 +259,17 @@ def _parse(data: bytes) -> tuple[etree._Element | None, list[ValidationIssue]]:
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not stripped:
         return None, [ValidationIssue(0, "/", "the document is empty")]
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        line = data[: max(data.find(b"<!DOCTYPE"), data.find(b"<!ENTITY"))].count(b"\n") + 1
+    dtd = _safexml.dtd_offset(data)
+    if dtd >= 0:
+        line = data[:dtd].count(b"\n") + 1
         return None, [ValidationIssue(line, "/", "DTDs and entity declarations are not allowed")]
-    parser = etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
     try:
-        root = etree.fromstring(data, parser)
+        root = etree.fromstring(data, _safexml.parser())
     except etree.XMLSyntaxError as exc:
         line = exc.lineno or 0
         return None, [ValidationIssue(line, "/", f"not well-formed XML: {exc.msg}")]
+    if _safexml.has_dtd(root):
+        return None, [ValidationIssue(1, "/", "DTDs and entity declarations are not allowed")]
     return root, []
 
 
@@ -362,6 +357,7 @@ def validate_documents(
 ) -> int:
     """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read."""
     import json  # only this command needs it; kept off the import path
+
     results: list[dict[str, object]] = []
     unreadable = invalid = False
     for name in names:

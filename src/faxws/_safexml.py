@@ -1,0 +1,45 @@
+"""The one way faxws parses XML it did not write: responses, and documents to validate.
+
+A document with a DOCTYPE or an entity declaration is refused before it reaches the parser,
+so no DTD is read and no entity is declared, expanded or fetched. The parser itself forbids
+network access and keeps libxml2's size and depth limits (no ``huge_tree``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from lxml import etree
+
+_local = threading.local()
+
+
+def parser() -> etree.XMLParser:
+    """The hardened parser of the calling thread (lxml parsers keep per-parse state)."""
+    found: etree.XMLParser | None = getattr(_local, "parser", None)
+    if found is None:
+        found = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            collect_ids=False,
+        )
+        _local.parser = found
+    return found
+
+
+def dtd_offset(data: bytes) -> int:
+    """Where a DOCTYPE or entity declaration starts in ``data``, or -1 when there is none."""
+    offsets = [i for i in (data.find(b"<!DOCTYPE"), data.find(b"<!ENTITY")) if i >= 0]
+    return min(offsets) if offsets else -1
+
+
+def has_dtd(root: etree._Element) -> bool:
+    """True when a parsed document has a DTD after all (one the byte scan cannot see, as in
+    a UTF-16 document); its entities were not expanded, but the document is refused."""
+    docinfo = root.getroottree().docinfo
+    return docinfo.internalDTD is not None or bool(docinfo.doctype)
