@@ -383,3 +383,10 @@ def test_short_slow_drip_within_the_timeout_succeeds(faxws_simulator: FaxWSSimul
     client = pin_client(faxws_simulator, timeout=(2, 5))
     job = client.send_fax(["+1 555 0100"], [PDF]).job_ids[0]
     assert client.get_fax_broadcast_report(job).job_id == job
+
+
+def test_refused_requests_are_recorded_too(faxws_simulator: FaxWSSimulator) -> None:
+    requests.get(f"{faxws_simulator.url}/fax/v5", timeout=5)
+    requests.post(f"{faxws_simulator.url}/wrong", data=b"<x/>", headers=HEADERS, timeout=5)
+    got = [(r.method, r.path, r.body, r.operation) for r in faxws_simulator.requests]
+    assert got == [("GET", "/fax/v5", b"", None), ("POST", "/wrong", b"<x/>", None)]

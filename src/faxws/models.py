@@ -98,10 +98,6 @@ def file_type_from_name(name: str) -> int:
         raise BadInputError("file_type", f"unknown file type {name!r}; known: {known}") from None
 
 
-def _check_file_type(value: object, field_name: str) -> int:
-    return check_int(field_name, value)
-
-
 @dataclass(frozen=True, slots=True)
 class Recipient:
     """One recipient of a fax. All five elements are always sent, empty when not given."""
@@ -191,7 +187,7 @@ class FaxFile:
         file_type: int,
         index: int | None = None,
     ) -> None:
-        self._file_type = _check_file_type(file_type, "file_type")
+        self._file_type = check_int("file_type", file_type)
         if index is not None:
             check_int("index", index, 1, INT_MAX)
         self._index = index

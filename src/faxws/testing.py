@@ -323,7 +323,8 @@ class FaxWSSimulator:
 
     @property
     def requests(self) -> list[ReceivedRequest]:
-        """The requests to the service path received so far, oldest first (a copy)."""
+        """The requests received so far, oldest first (a copy); token endpoint requests are
+        counted in :attr:`token_requests` instead."""
         with self._lock:
             return list(self._requests)
 
@@ -512,11 +513,11 @@ class _Handler(BaseHTTPRequestHandler):
             if path == TOKEN_PATH:
                 self._token_endpoint()
                 return
-            if path != SERVICE_PATH:
-                self._drain()
-                raise _RejectError(404, b"not found\n", "text/plain")
-            if self.command != "POST":
-                self._drain()
+            if path != SERVICE_PATH or self.command != "POST":
+                # Recorded too: a test may want to see what its code sent to the wrong place.
+                sim._record(ReceivedRequest(self.command, path, dict(self.headers), self._drain()))
+                if path != SERVICE_PATH:
+                    raise _RejectError(404, b"not found\n", "text/plain")
                 raise _RejectError(405, b"method not allowed\n", "text/plain")
             if sim._take_fault(None, before_read=True) is not None:
                 sim._record(ReceivedRequest(self.command, path, dict(self.headers), b""))
@@ -549,10 +550,10 @@ class _Handler(BaseHTTPRequestHandler):
         reset = fault is not None and fault.kind == "reset"
         self._send(status, headers, payload, drip=drip, reset=reset)
 
-    def _drain(self) -> None:
+    def _drain(self) -> bytes:
+        """Read the body of a request that is refused anyway (keep-alive needs it read)."""
         length = self._content_length()
-        if length:
-            self.rfile.read(min(length, MAX_BODY))
+        return self.rfile.read(min(length, MAX_BODY)) if length else b""
 
     def _content_length(self) -> int:
         try:
