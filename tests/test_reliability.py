@@ -6,6 +6,7 @@ the service at most once.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 import tracemalloc
@@ -34,6 +35,18 @@ from faxws import (
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator
 
 PDF = FaxFile(b"%PDF-1.4", 101)
+
+
+@contextlib.contextmanager
+def peak_memory() -> Iterator[list[int]]:
+    """Traces Python allocations inside the block; the list gets the peak in bytes."""
+    peak: list[int] = []
+    tracemalloc.start()
+    try:
+        yield peak
+        peak.append(tracemalloc.get_traced_memory()[1])
+    finally:
+        tracemalloc.stop()
 
 
 def send(client: FaxClient) -> object:
@@ -118,16 +131,11 @@ def test_hostile_response_gives_a_protocol_error(
     raw, words = bodies[case]
     server = capture_server(lambda request: raw)
     client = FaxClient(server.url, user_id="u", pin="1")
-    tracemalloc.start()
     started = time.monotonic()
-    try:
-        with pytest.raises(ProtocolError) as info:
-            client.get_fax_broadcast_report("J1", request_id="rid-hostile")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    with peak_memory() as peak, pytest.raises(ProtocolError) as info:
+        client.get_fax_broadcast_report("J1", request_id="rid-hostile")
     assert time.monotonic() - started < 2
-    assert peak < 20 * 1024 * 1024
+    assert peak[0] < 20 * 1024 * 1024
     err = info.value
     assert words in err.message
     assert err.request_id == "rid-hostile"
@@ -154,15 +162,10 @@ def test_fifty_megabyte_junk_body_is_refused_in_bounded_memory(
     reply = http_reply(b"J" * (50 * 1024 * 1024))  # built before memory is traced
     server = capture_server(lambda raw: reply)
     client = FaxClient(server.url, user_id="u", pin="1")
-    tracemalloc.start()
     started = time.monotonic()
-    try:
-        with pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
-            send(client)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 25 * 1024 * 1024  # the 10 MiB cap, not the 50 MB body
+    with peak_memory() as peak, pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
+        send(client)
+    assert peak[0] < 25 * 1024 * 1024  # the 10 MiB cap, not the 50 MB body
     assert time.monotonic() - started < 10
     assert len(server.captured.requests) == 1
 
@@ -343,14 +346,9 @@ def test_fifty_megabyte_chunked_junk_is_cut_off_at_the_cap(
     reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 50 + b"0\r\n\r\n"
     server = capture_server(lambda raw: reply)
     client = FaxClient(server.url, user_id="u", pin="1")
-    tracemalloc.start()
-    try:
-        with pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
-            send(client)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 25 * 1024 * 1024
+    with peak_memory() as peak, pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
+        send(client)
+    assert peak[0] < 25 * 1024 * 1024
 
 
 def test_a_dtd_in_a_utf16_response_is_refused(capture_server: type[CaptureServer]) -> None:
