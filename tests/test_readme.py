@@ -1,0 +1,25 @@
+"""The README's runnable examples run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+
+
+def test_the_simulator_example_runs() -> None:
+    (block,) = [b for b in python_blocks() if "FaxWSSimulator() as sim" in b]
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+
+
+def test_the_readme_opens_with_the_two_commands() -> None:
+    first_block = README.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert [line.split()[:2] for line in first_block.splitlines()] == [
+        ["make", "demo"],
+        ["make", "test"],
+    ]
