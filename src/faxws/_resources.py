@@ -5,31 +5,33 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 WSDL_NAME = "FaxWS.wsdl"
 XSD_NAME = "FaxWS.xsd"
 
 
-def _file(name: str) -> Traversable:
-    return resources.files("faxws").joinpath("wsdl").joinpath(name)
+def _folder() -> Any:
+    # A Traversable; not named, because its home moved (importlib.abc up to 3.10,
+    # importlib.resources.abc from 3.11) and the old name warns from 3.13 on.
+    return resources.files("faxws").joinpath("wsdl")
 
 
 def read_xsd() -> bytes:
-    data: bytes = _file(XSD_NAME).read_bytes()
+    data: bytes = _folder().joinpath(XSD_NAME).read_bytes()
     return data
 
 
 @contextlib.contextmanager
 def xsd_path() -> Iterator[Path]:
     """A real file path of the XSD (extracted if the package is zipped)."""
-    with resources.as_file(_file(XSD_NAME)) as path:
+    with resources.as_file(_folder().joinpath(XSD_NAME)) as path:
         yield path
 
 
 @contextlib.contextmanager
 def wsdl_path() -> Iterator[Path]:
     """A real directory holding the WSDL and the XSD it imports."""
-    with resources.as_file(resources.files("faxws").joinpath("wsdl")) as folder:
+    with resources.as_file(_folder()) as folder:
         yield folder / WSDL_NAME
