@@ -28,10 +28,3 @@ def xsd_path() -> Iterator[Path]:
     """A real file path of the XSD (extracted if the package is zipped)."""
     with resources.as_file(_folder().joinpath(XSD_NAME)) as path:
         yield path
-
-
-@contextlib.contextmanager
-def wsdl_path() -> Iterator[Path]:
-    """A real directory holding the WSDL and the XSD it imports."""
-    with resources.as_file(_folder()) as folder:
-        yield folder / WSDL_NAME

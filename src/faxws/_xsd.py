@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 NAMESPACE = "urn:FaxWS"
 
@@ -83,12 +83,6 @@ class XmlType:
     name: str
     fields: tuple[XmlField, ...]
     documentation: str = ""
-
-
-class XmlObject(Protocol):
-    """What every generated binding class provides."""
-
-    __xml__: ClassVar[XmlType]
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,8 +151,6 @@ def credentials_from(token: str | Callable[[], str] | None, pin: str | None) -> 
     if token is None and pin is None:
         raise BadInputError("token/pin", "give token (OAuth 2.0) or pin")
     if token is not None:
-        if isinstance(token, str) and not token:
-            raise BadInputError("token", "must not be empty")
         return BearerAuth(token)
     if not isinstance(pin, str):
         raise BadInputError("pin", f"must be a str, not {type(pin).__name__}")

@@ -242,13 +242,6 @@ class FaxFile:
         """The document as :class:`~faxws._xsd.BinaryContent`."""
         return self._content
 
-    def with_index(self, index: int) -> FaxFile:
-        clone = object.__new__(FaxFile)
-        clone._content, clone._name = self._content, self._name
-        clone._file_type = self._file_type
-        clone._index = check_int("index", index, 1, INT_MAX)
-        return clone
-
     def read_bytes(self) -> bytes:
         """The whole document (reads it into memory)."""
         return b"".join(self._content.iter_bytes(1 << 20))
