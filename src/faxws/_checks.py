@@ -71,9 +71,13 @@ def check_request_id(value: object) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """True for localhost names and loopback addresses (127.0.0.0/8, ::1)."""
+    """True for exactly ``localhost`` and literal loopback addresses (127.0.0.0/8, ::1).
+
+    Other names, ``*.localhost`` included, resolve through DNS to wherever DNS says, so
+    plain http to them could carry a PIN off the machine.
+    """
     name = host.lower().strip("[]")
-    if name == "localhost" or name.endswith(".localhost"):
+    if name == "localhost":
         return True
     try:
         return ipaddress.ip_address(name).is_loopback

@@ -14,11 +14,10 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from faxws._checks import check_header_token, check_text
+from faxws._redact import redact
 from faxws.errors import AuthenticationError, BadInputError, FaxWSError
 
 __all__ = ["BearerAuth", "Credentials", "PinAuth", "TokenProvider"]
-
-MASK = "***"
 
 
 @runtime_checkable
@@ -51,11 +50,9 @@ class Credentials:
         return False
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret this object knows replaced by ``***``."""
-        for secret in self._secrets():
-            if secret:
-                text = text.replace(secret, MASK)
-        return text
+        """``text`` with every secret this object knows, in any of its escaped or encoded
+        forms, replaced by ``***``."""
+        return redact(text, self._secrets())
 
     def _secrets(self) -> tuple[str, ...]:
         return ()
