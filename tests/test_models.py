@@ -77,7 +77,9 @@ def test_non_seekable_stream_is_read_once_at_construction() -> None:
 def test_path_content_is_streamed_in_chunks(tmp_path: Path) -> None:
     path = tmp_path / "a.pdf"
     path.write_bytes(b"x" * 10)
-    chunks = list(FaxFile.from_path(path).content.iter_bytes(3))
+    reader = FaxFile.from_path(path).content.open()
+    chunks = list(reader.chunks(3))
+    reader.close()
     assert chunks == [b"xxx", b"xxx", b"xxx", b"x"]
 
 

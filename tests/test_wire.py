@@ -6,6 +6,7 @@ import base64
 from pathlib import Path
 
 import pytest
+import requests
 import responses
 
 from conftest import GOLDEN, URL, CaptureServer, http_reply, report_response, send_response
@@ -156,13 +157,19 @@ def test_large_file_is_streamed_with_exact_content_length(
     data = bytes(range(256)) * 8192  # 2 MiB: above the streaming threshold
     path = tmp_path / "big.pdf"
     path.write_bytes(data)
-    mocked.post(URL, body=send_response(["J1"]))
+    bodies: list[bytes] = []
+
+    def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], bytes]:
+        assert not isinstance(request.body, bytes)  # handed to requests as a stream
+        bodies.append(b"".join(request.body))  # type: ignore[arg-type]
+        return 200, {}, send_response(["J1"])
+
+    mocked.add_callback(responses.POST, URL, callback=answer)
     FaxClient("https://fax.example.com", user_id=USER, token=TOKEN).send_fax(
         ["+1 555 0100"], [FaxFile.from_path(path)], request_id="big"
     )
     request = mocked.calls[0].request
-    assert not isinstance(request.body, bytes)  # handed to requests as a stream
-    body = b"".join(request.body)
+    body = bodies[0]
     assert int(request.headers["Content-Length"]) == len(body)
     assert "Transfer-Encoding" not in request.headers
     encoded = body.split(b"<FileData>")[1].split(b"</FileData>")[0]

@@ -1,4 +1,15 @@
-"""HTTP for the client: one pooled requests session, and requests' errors mapped onto ours.
+"""HTTP for the client over requests and urllib3: one pooled session, and one table mapping
+their exceptions onto faxws errors.
+
+Whether a failed request may have been delivered is decided by one fact, recorded by the
+connection itself: whether any byte of the request was written to the socket. Before the
+first byte (refused, DNS, proxy, TLS handshake or certificate failure, connect time-out, a
+pooled connection that fails on its first write) nothing can have reached the service; from
+the first byte on, every failure, of whatever kind, may follow delivery.
+
+The connection also reads past interim (1xx) responses to the final one, and aborts itself
+(a TCP reset) when a document turns out different from what the request announced, so that
+the service never receives a complete but wrong body.
 
 The session ignores the environment (``trust_env=False``): a ``~/.netrc`` entry would
 otherwise replace the Bearer header, and proxy variables would reroute credentials
@@ -7,20 +18,47 @@ silently. Redirects are not followed, so credentials never go to another host.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import math
+import os
+import socket
+import ssl
+import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
+import urllib3
+import urllib3.connection
 import urllib3.exceptions
 
-from faxws.errors import ConnectError, ProtocolError, RequestTimeoutError, TransportError, excerpt
+from faxws.errors import (
+    BadInputError,
+    ConnectError,
+    DocumentError,
+    FaxWSError,
+    ProtocolError,
+    RequestTimeoutError,
+    TransportError,
+    excerpt,
+)
+
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "DEFAULT_TIMEOUT", "HttpTransport", "RawResponse"]
 
 #: (connect, read) seconds.
 Timeout = float | tuple[float, float]
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+#: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+#: Interim responses read past before a final one; more is a hostile or broken server.
+MAX_INTERIM_RESPONSES = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,24 +69,297 @@ class RawResponse:
     elapsed: float
 
 
-def _never_connected(exc: BaseException) -> bool:
-    """True when a requests ConnectionError happened before any byte was sent."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
+# -- the fact: was any byte of the request written? -----------------------------------------
+
+
+class _Progress:
+    """What one send did on the wire."""
+
+    __slots__ = ("written",)
+
+    def __init__(self) -> None:
+        self.written = False
+
+
+_progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
+
+
+class _FinalResponse(http.client.HTTPResponse):
+    """http.client skips only ``100 Continue``; this skips every interim response (102
+    Processing, 103 Early Hints, ...) so that the status seen is the final one. A 101 is
+    final: nothing here asks to switch protocols."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        for _ in range(MAX_INTERIM_RESPONSES):
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if not 100 <= status < 200 or status == 101:
+                return version, status, reason  # type: ignore[no-any-return]
+            while True:  # the interim response's header block, up to its empty line
+                line = self.fp.readline(65537)
+                if len(line) > 65536:
+                    raise http.client.LineTooLong("interim response header line")
+                if line in (b"\r\n", b"\n", b""):
+                    break
+        raise http.client.HTTPException(f"more than {MAX_INTERIM_RESPONSES} interim responses")
+
+
+class _RecordingConnection(urllib3.connection.HTTPConnection):
+    """Records in the current send's :class:`_Progress` when request bytes are written."""
+
+    response_class = _FinalResponse
+    _connecting = False
+
+    def connect(self) -> None:
+        # Bytes written while connecting (a proxy's CONNECT) are not the request's.
+        self._connecting = True
+        try:
+            super().connect()
+        finally:
+            self._connecting = False
+
+    def send(self, data: Any) -> None:
+        if self.sock is None:
+            self.connect()
+        progress = _progress.get()
+        if progress is None or self._connecting or not isinstance(data, (bytes, memoryview)):
+            if progress is not None and not self._connecting:
+                progress.written = True  # cannot count what the base class writes
+            super().send(data)
+            return
+        sock = self.sock
+        assert sock is not None
+        view = memoryview(data).cast("B")
+        while view:
+            n = sock.send(view)
+            if n:
+                progress.written = True
+            view = view[n:]
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().request(*args, **kwargs)
+        except DocumentError:
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        """Close with a reset, not a FIN: the body is incomplete and must read as broken."""
+        sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close()
+
+
+class _RecordingTLSConnection(_RecordingConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _Pool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _RecordingConnection
+
+
+class _TLSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _RecordingTLSConnection
+
+
+_POOLS = {"http": _Pool, "https": _TLSPool}
+
+
+class _Adapter(requests.adapters.HTTPAdapter):
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> urllib3.ProxyManager:
+        manager: urllib3.ProxyManager = super().proxy_manager_for(proxy, **kwargs)
+        manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+
+# -- one table: requests' and urllib3's failures -> what to say -------------------------------
+
+# (exception class, kind), most specific first; the first match describes the failure.
+# The kind only shapes the message and the class; maybe_delivered comes from _Progress.
+_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (requests.exceptions.ConnectTimeout, "timeout"),
+    (requests.exceptions.ReadTimeout, "timeout"),
+    (urllib3.exceptions.TimeoutError, "timeout"),
+    (TimeoutError, "timeout"),
+    (requests.exceptions.ProxyError, "proxy"),
+    (requests.exceptions.SSLError, "tls"),
+    (urllib3.exceptions.SSLError, "tls"),
+    (ssl.SSLError, "tls"),
+    (requests.exceptions.ConnectionError, "connection"),
+    (urllib3.exceptions.HTTPError, "connection"),
+    (OSError, "connection"),
+    (http.client.HTTPException, "protocol"),
+    (requests.exceptions.RequestException, "protocol"),
+)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    # urllib3's NewConnectionError subclasses its ConnectTimeoutError for old callers' sake;
+    # a refused connection is not a time-out.
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return False
+    return isinstance(exc, (TimeoutError, urllib3.exceptions.TimeoutError))
+
+
+def _kind(exc: BaseException) -> str:
+    for cls, kind in _KINDS:
+        if isinstance(exc, cls) and not (kind == "timeout" and not _is_timeout(exc)):
+            if kind == "connection" and any(isinstance(e, ssl.SSLError) for e in _chain(exc)):
+                return "tls"
+            if kind == "connection" and any(_is_timeout(e) for e in _chain(exc)):
+                return "timeout"
+            return kind
+    return "unexpected"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps (requests and urllib3 nest reasons in ``args``)."""
+    out: list[BaseException] = []
+    stack: list[Any] = [exc]
     while stack:
-        cur = stack.pop()
-        if cur is None or id(cur) in seen:
+        cur = stack.pop(0)
+        if not isinstance(cur, BaseException) or any(cur is e for e in out):
             continue
-        seen.add(id(cur))
-        if isinstance(cur, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
-            return True
-        if isinstance(cur, urllib3.exceptions.NameResolutionError):
-            return True
+        out.append(cur)
         stack.append(getattr(cur, "reason", None))
-        stack.extend(a for a in cur.args if isinstance(a, BaseException))
+        stack.extend(cur.args)
         stack.append(cur.__cause__)
         stack.append(cur.__context__)
-    return False
+    return out
+
+
+def _cause(exc: BaseException) -> str:
+    """The root cause in a few words ("Connection refused"), not urllib3's long wrapper text."""
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed: {e.verify_message}"
+    for e in chain:
+        if isinstance(e, ssl.SSLError):
+            return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
+        if isinstance(e, socket.gaierror):
+            return f"cannot resolve the host name ({e.strerror})"
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror
+        if isinstance(e, http.client.RemoteDisconnected):
+            return "the server closed the connection without answering"
+        if isinstance(e, http.client.HTTPException):
+            return f"malformed answer ({type(e).__name__}: {excerpt(str(e), 80)})"
+        if _is_timeout(e):
+            return "timed out"
+    return excerpt(str(exc), 200) or type(exc).__name__
+
+
+def failure(
+    exc: BaseException,
+    *,
+    written: bool,
+    request_id: str,
+    where: str,
+    redact: Callable[[str], str] = lambda text: text,
+) -> TransportError | DocumentError:
+    """The faxws error for a failed exchange: ``written`` says whether any byte of the
+    request had been written to the connection. ``redact`` masks secrets in the cause,
+    which may quote what a server sent."""
+    if isinstance(exc, DocumentError):
+        exc.request_id = request_id
+        exc.maybe_delivered = written
+        return exc
+    kind = _kind(exc)
+    cause = redact(_cause(exc))
+    if not written:
+        if kind == "timeout":
+            return RequestTimeoutError(
+                f"connecting to {where} timed out ({cause}); nothing was sent",
+                request_id=request_id,
+                maybe_delivered=False,
+            )
+        return ConnectError(
+            f"cannot connect to {where}: {cause}; nothing was sent", request_id=request_id
+        )
+    if kind == "timeout":
+        return RequestTimeoutError(
+            f"the service did not answer in time ({cause}); the request may have been delivered",
+            request_id=request_id,
+            maybe_delivered=True,
+        )
+    return TransportError(
+        f"the connection failed after the request was sent: {cause}; the request may have "
+        "been delivered",
+        request_id=request_id,
+        maybe_delivered=True,
+    )
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def check_timeout(field: str, timeout: object) -> tuple[float, float]:
+    """``timeout`` as (connect, read) seconds: finite, > 0 and at most a week."""
+    values = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+    if len(values) != 2 or any(
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or not 0 < v <= MAX_TIMEOUT
+        for v in values
+    ):
+        raise BadInputError(
+            field,
+            f"must be seconds (finite, > 0, at most {MAX_TIMEOUT:.0f}), or a (connect, read) "
+            "pair of them",
+        )
+    return float(values[0]), float(values[1])
+
+
+def check_verify(field: str, verify: object) -> bool | str:
+    """True, False, or a CA bundle file or directory that loads: checked now, not per call."""
+    if isinstance(verify, bool):
+        return verify
+    if not isinstance(verify, (str, os.PathLike)):
+        raise BadInputError(field, f"must be True, False or a CA bundle path, not {type(verify)}")
+    path = os.fspath(verify)
+    if not isinstance(path, str) or not os.path.exists(path):
+        raise BadInputError(field, f"no CA bundle at {path!r}")
+    try:
+        context = ssl.create_default_context()
+        if os.path.isdir(path):
+            context.load_verify_locations(capath=path)
+        else:
+            context.load_verify_locations(cafile=path)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise BadInputError(field, f"{path!r} is not a usable CA bundle: {exc}") from None
+    return path
+
+
+def check_proxies(field: str, proxies: object) -> dict[str, str]:
+    if proxies is None:
+        return {}
+    if not isinstance(proxies, Mapping):
+        raise BadInputError(field, f"must be a mapping of scheme to proxy URL, not {type(proxies)}")
+    out: dict[str, str] = {}
+    for key, url in proxies.items():
+        if not isinstance(key, str) or not isinstance(url, str):
+            raise BadInputError(field, "keys and proxy URLs must be str")
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise BadInputError(f"{field}[{key!r}]", "is not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInputError(
+                f"{field}[{key!r}]", "must be an http:// or https:// proxy URL with a host"
+            )
+        out[key] = url
+    return out
+
+
+# -- the transport ----------------------------------------------------------------------------
 
 
 class HttpTransport:
@@ -58,29 +369,31 @@ class HttpTransport:
         self,
         url: str,
         *,
-        timeout: Timeout,
+        timeout: tuple[float, float],
         verify: bool | str,
-        proxies: Mapping[str, str] | None,
+        proxies: Mapping[str, str],
         max_connections: int,
         max_response_bytes: int,
         user_agent: str,
+        redact: Callable[[str], str] = lambda text: text,
     ) -> None:
         self.url = url
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
+        self._redact = redact
+        parts = urlsplit(url)
+        self._where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
         session = requests.Session()
         session.trust_env = False
         session.verify = verify
         if proxies:
             session.proxies.update(proxies)
-        adapter = requests.adapters.HTTPAdapter(
-            pool_connections=1, pool_maxsize=max_connections, max_retries=0
-        )
+        adapter = _Adapter(pool_connections=1, pool_maxsize=max_connections, max_retries=0)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         session.headers["User-Agent"] = user_agent
         self._session = session
-        self._proxies = dict(proxies or {})
+        self._proxies = dict(proxies)
         # The request line, URL and fixed headers are prepared once; each call copies the
         # template and sets its own headers and body. This skips requests' per-call merging
         # of session settings, cookies and hooks, none of which a SOAP call uses.
@@ -90,8 +403,8 @@ class HttpTransport:
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str]
     ) -> requests.PreparedRequest:
         request = self._template.copy()
-        assert request.headers is not None
-        request.headers.update(headers)
+        if request.headers is not None:
+            request.headers.update(headers)
         request.prepare_body(body, None)
         return request
 
@@ -102,6 +415,8 @@ class HttpTransport:
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str], request_id: str
     ) -> RawResponse:
         start = time.perf_counter()
+        progress = _Progress()
+        reset = _progress.set(progress)
         try:
             response = self._session.send(
                 self._prepare(body, headers),
@@ -111,52 +426,34 @@ class HttpTransport:
                 verify=self._session.verify,
                 proxies=self._proxies,
             )
-        except requests.exceptions.ConnectTimeout as exc:
-            raise RequestTimeoutError(
-                f"connecting to the service timed out: {excerpt(str(exc), 200)}",
-                request_id=request_id,
-                maybe_delivered=False,
-            ) from exc
-        except requests.exceptions.ReadTimeout as exc:
-            raise RequestTimeoutError(
-                "the service did not answer in time; the request may have been delivered",
-                request_id=request_id,
-                maybe_delivered=True,
-            ) from exc
-        except (requests.exceptions.SSLError, requests.exceptions.ProxyError) as exc:
-            raise ConnectError(
-                f"cannot connect to the service: {excerpt(str(exc), 200)}", request_id=request_id
-            ) from exc
-        except requests.exceptions.ConnectionError as exc:
-            if _never_connected(exc):
-                raise ConnectError(
-                    f"cannot connect to the service: {excerpt(str(exc), 200)}",
-                    request_id=request_id,
-                ) from exc
-            raise TransportError(
-                f"the connection failed during the exchange: {excerpt(str(exc), 200)}",
-                request_id=request_id,
-                maybe_delivered=True,
-            ) from exc
-        except requests.exceptions.RequestException as exc:
-            raise TransportError(
-                f"the HTTP exchange failed: {excerpt(str(exc), 200)}",
-                request_id=request_id,
-                maybe_delivered=True,
-            ) from exc
+        except Exception as exc:
+            raise self._failure(exc, progress.written, request_id) from exc
+        finally:
+            _progress.reset(reset)
         try:
             content = self._read(response, request_id)
+        except FaxWSError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc, True, request_id) from exc
         finally:
             response.close()
         return RawResponse(
             response.status_code, response.headers, content, time.perf_counter() - start
         )
 
+    def _failure(
+        self, exc: BaseException, written: bool, request_id: str
+    ) -> TransportError | DocumentError:
+        return failure(
+            exc, written=written, request_id=request_id, where=self._where, redact=self._redact
+        )
+
     def _read(self, response: requests.Response, request_id: str) -> bytes:
         """The body, bounded in size and in time: a server that drips its answer cannot
         hold a call for longer than the read time-out (each read waits at most that long,
         and so does the whole answer)."""
-        read_timeout = self.timeout[1] if isinstance(self.timeout, tuple) else self.timeout
+        read_timeout = self.timeout[1]
         deadline = time.monotonic() + read_timeout
         raw = response.raw
         chunks: list[bytes] = []
@@ -169,36 +466,23 @@ class HttpTransport:
                 request_id=request_id,
                 status_code=response.status_code,
             )
-        try:
-            while True:
-                chunk = raw.read1(65536, decode_content=True)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > self.max_response_bytes:
-                    raise ProtocolError(
-                        f"the response is larger than {self.max_response_bytes} bytes",
-                        request_id=request_id,
-                        status_code=response.status_code,
-                    )
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise RequestTimeoutError(
-                        f"the response took longer than {read_timeout} s to arrive; the "
-                        "request may have been delivered",
-                        request_id=request_id,
-                        maybe_delivered=True,
-                    )
-        except urllib3.exceptions.ReadTimeoutError as exc:
-            raise RequestTimeoutError(
-                "the response stopped arriving in time; the request may have been delivered",
-                request_id=request_id,
-                maybe_delivered=True,
-            ) from exc
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransportError(
-                f"the connection failed while reading the response: {excerpt(str(exc), 200)}",
-                request_id=request_id,
-                maybe_delivered=True,
-            ) from exc
+        while True:
+            chunk = raw.read1(65536, decode_content=True)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > self.max_response_bytes:
+                raise ProtocolError(
+                    f"the response is larger than {self.max_response_bytes} bytes",
+                    request_id=request_id,
+                    status_code=response.status_code,
+                )
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise RequestTimeoutError(
+                    f"the response took longer than {read_timeout} s to arrive; the "
+                    "request may have been delivered",
+                    request_id=request_id,
+                    maybe_delivered=True,
+                )
         return b"".join(chunks)

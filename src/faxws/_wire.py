@@ -12,7 +12,11 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-from faxws._xsd import NAMESPACE, BinaryContent, BytesContent, XmlType
+from faxws._content import BytesSource, Opened, Reader, Source, open_all
+from faxws._xsd import NAMESPACE, XmlType
+from faxws.errors import DocumentError
+
+__all__ = ["CONTENT_TYPE", "PATH", "Body", "OpenBody", "envelope", "headers"]
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 CONTENT_TYPE = "application/soap+xml; charset=utf-8"
@@ -24,14 +28,14 @@ PROLOG = (
 ).encode()
 EPILOG = b"</soap:Body></soap:Envelope>"
 
-#: Bytes read per chunk while encoding (a multiple of 3, so chunks encode without padding).
+#: Bytes read per chunk while encoding (a multiple of 3, so full chunks encode without padding).
 CHUNK_SIZE = 3 * 256 * 1024
-#: Bodies up to this size are sent as one bytes object; larger ones are streamed.
+#: Bodies up to this size are read whole before the first byte is sent; larger ones stream.
 STREAM_THRESHOLD = 1 << 20
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
-Part = bytes | BinaryContent
+Part = bytes | Source
 
 
 def base64_length(size: int) -> int:
@@ -62,43 +66,104 @@ def _write(obj: Any, xml: XmlType, buf: list[str], parts: list[Part]) -> None:
                 buf.append(f"<{f.name}>")
                 parts.append("".join(buf).encode())
                 buf.clear()
-                parts.append(BytesContent(item) if isinstance(item, (bytes, bytearray)) else item)
+                parts.append(BytesSource(item) if isinstance(item, (bytes, bytearray)) else item)
                 buf.append(f"</{f.name}>")
             else:
                 text = _text(f.xsd_type, item)
                 buf.append(f"<{f.name}>{text}</{f.name}>" if text else f"<{f.name}/>")
 
 
-class Body:
-    """A request body: an iterable of bytes with a known length, sent without being joined.
+def _encode(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """base64 of a chunk stream. A chunk whose length is not a multiple of 3 carries its
+    remainder into the next one, so padding can only ever appear at the very end."""
+    rest = b""
+    for chunk in chunks:
+        if rest:
+            chunk = rest + chunk
+        cut = len(chunk) - len(chunk) % 3
+        rest = chunk[cut:]
+        if cut:
+            yield base64.b64encode(memoryview(chunk)[:cut])
+    if rest:
+        yield base64.b64encode(rest)
 
-    requests sends an iterable with ``__len__`` with a Content-Length header and no chunked
-    encoding. It can be iterated more than once, so a request can be sent again.
+
+class Body:
+    """A request document as written from the bindings: envelope bytes and document sources.
+
+    Building it does no I/O; :meth:`open` measures the documents for one send.
     """
 
-    __slots__ = ("_length", "_parts")
+    __slots__ = ("_parts",)
 
     def __init__(self, parts: list[Part]) -> None:
         self._parts = parts
-        self._length = sum(len(p) if isinstance(p, bytes) else base64_length(p.size) for p in parts)
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __iter__(self) -> Iterator[bytes]:
-        for part in self._parts:
-            if isinstance(part, bytes):
-                yield part
-            else:
-                for chunk in part.iter_bytes(CHUNK_SIZE):
-                    yield base64.b64encode(chunk)
 
     def skeleton(self) -> bytes:
         """The envelope with every base64 value left empty: small, for schema checks."""
         return b"".join(p for p in self._parts if isinstance(p, bytes))
 
-    def payload(self) -> bytes | Body:
-        """What to hand to requests: plain bytes when small, else this streaming body."""
+    def open(self) -> OpenBody:
+        """The body of one send: documents opened and measured now, so that Content-Length
+        is what will be sent. Close it (or use ``with``) to release files and locks."""
+        return OpenBody(self._parts, open_all([p for p in self._parts if not isinstance(p, bytes)]))
+
+    def __iter__(self) -> Iterator[bytes]:
+        with self.open() as body:
+            yield from body
+
+
+class OpenBody:
+    """An iterable of bytes of exactly ``len()`` bytes, or an error before the last of them.
+
+    requests sends an iterable with ``__len__`` with a Content-Length header and no chunked
+    encoding. It can be iterated again (for a resend that is known to be safe).
+    """
+
+    __slots__ = ("_length", "_opened", "_parts")
+
+    def __init__(self, parts: list[Part], opened: Opened) -> None:
+        readers = iter(opened.readers)
+        self._parts: list[bytes | Reader] = [
+            p if isinstance(p, bytes) else next(readers) for p in parts
+        ]
+        self._opened = opened
+        self._length = sum(
+            len(p) if isinstance(p, bytes) else base64_length(p.size) for p in self._parts
+        )
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __enter__(self) -> OpenBody:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._opened.close()
+
+    def __iter__(self) -> Iterator[bytes]:
+        # Whatever a reader does, no more than the announced length is yielded, and the final
+        # part (the envelope's end) only when everything before it had exactly its length: a
+        # body that does not match its Content-Length is never completed.
+        sent = 0
+        last = len(self._parts) - 1
+        for i, part in enumerate(self._parts):
+            pieces = (part,) if isinstance(part, bytes) else _encode(part.chunks(CHUNK_SIZE))
+            for piece in pieces:
+                sent += len(piece)
+                if sent > self._length or (i == last and sent != self._length):
+                    raise DocumentError(
+                        f"the request body came to {sent} bytes, not the {self._length} "
+                        "announced; it was not completed"
+                    )
+                yield piece
+
+    def payload(self) -> bytes | OpenBody:
+        """What to hand to requests: plain bytes when small (read before the first byte is
+        sent, so a failing document is refused before anything goes out), else this body."""
         if self._length <= STREAM_THRESHOLD:
             return b"".join(self)
         return self

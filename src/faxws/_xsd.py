@@ -7,9 +7,10 @@ types and orders.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from faxws._content import Source
 
 NAMESPACE = "urn:FaxWS"
 
@@ -19,40 +20,8 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
-@runtime_checkable
-class BinaryContent(Protocol):
-    """Binary data that can be read in chunks more than once, with a known size.
-
-    The wire writer base64-encodes such content while sending, so a large document is never
-    held in memory whole.
-    """
-
-    @property
-    def size(self) -> int:
-        """Number of bytes :meth:`iter_bytes` yields."""
-        ...
-
-    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
-        """Yield the content in chunks of ``chunk_size`` bytes (the last may be shorter)."""
-        ...
-
-
-class BytesContent:
-    """:class:`BinaryContent` over bytes already in memory (no copy)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: bytes | bytearray | memoryview) -> None:
-        self._data = memoryview(bytes(data) if isinstance(data, bytearray) else data).cast("B")
-
-    @property
-    def size(self) -> int:
-        return self._data.nbytes
-
-    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
-        data = self._data
-        for start in range(0, data.nbytes, chunk_size):
-            yield bytes(data[start : start + chunk_size])
+#: base64Binary content that is read while sending (see :mod:`faxws._content`).
+BinaryContent = Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
@@ -17,9 +18,12 @@ from faxws._transport import (
     HttpTransport,
     RawResponse,
     Timeout,
+    check_proxies,
+    check_timeout,
+    check_verify,
 )
 from faxws._version import __version__
-from faxws._wire import PATH, envelope, headers
+from faxws._wire import PATH, OpenBody, envelope, headers
 from faxws._xsd import Operation
 from faxws.auth import Credentials, credentials_from
 from faxws.bindings import (
@@ -37,6 +41,7 @@ from faxws.bindings import (
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
+    FaxWSError,
     HTTPStatusError,
     ProtocolError,
     ServiceError,
@@ -50,7 +55,6 @@ from faxws.validation import check_request
 __all__ = ["FaxClient"]
 
 
-_T = TypeVar("_T")
 _RETRY_STATUSES = frozenset({502, 503, 504})
 
 
@@ -111,11 +115,14 @@ class FaxClient:
         token: OAuth 2.0 access token or token provider.
         pin: PIN or password.
         timeout: seconds, or (connect, read) seconds. Default (10, 60).
-        verify: TLS verification: True, or a path to a CA bundle.
-        proxies: requests-style proxy mapping; the environment's proxy settings are ignored.
+        verify: TLS verification: True, or a path to a CA bundle (file or directory, loaded
+            once here to check it).
+        proxies: requests-style mapping of scheme to http(s) proxy URL; the environment's
+            proxy settings are ignored.
         allow_insecure_http: allow credentials over plain http to a non-loopback host.
-        retries: how often a request that surely was not delivered (connection refused), or
-            a report request after a connection error or HTTP 502/503/504, is sent again.
+        retries: how often a request of which no byte was written (refused, DNS, TLS
+            handshake, connect time-out), or a report request after any transport error or
+            HTTP 502/503/504, is sent again.
         retry_backoff: seconds before the first retry; doubled for each further one.
         max_connections: size of the connection pool.
         max_response_bytes: responses larger than this are refused.
@@ -141,18 +148,22 @@ class FaxClient:
         self._auth: Credentials = credentials_from(token, pin)
         self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
         self._retries = check_int("retries", retries, 0, 10)
-        if not isinstance(retry_backoff, (int, float)) or retry_backoff < 0:
-            raise BadInputError("retry_backoff", "must be a number of seconds >= 0")
+        if (
+            isinstance(retry_backoff, bool)
+            or not isinstance(retry_backoff, (int, float))
+            or not 0 <= retry_backoff <= 3600
+        ):
+            raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
         self._retry_backoff = float(retry_backoff)
-        _check_timeout(timeout)
         self._transport = HttpTransport(
             self._url,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
+            timeout=check_timeout("timeout", timeout),
+            verify=check_verify("verify", verify),
+            proxies=check_proxies("proxies", proxies),
             max_connections=check_int("max_connections", max_connections, 1, 1024),
             max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
             user_agent=f"faxws/{__version__}",
+            redact=self._auth.redact,
         )
 
     @property
@@ -200,9 +211,16 @@ class FaxClient:
             TransportError, ProtocolError: see :mod:`faxws.errors`.
         """
         rid = _request_id(request_id)
-        request = _with_request_id(rid, lambda: self._send_fax_request(recipients, files))
+        with _call_boundary(rid):
+            return self._send_fax(rid, recipients, files)
+
+    def _send_fax(
+        self, rid: str, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
+    ) -> SendFaxResult:
+        request = self._send_fax_request(recipients, files)
         response, raw = self._call(OPERATIONS["SendFax"], request, rid, idempotent=False)
-        assert isinstance(response, FaxSendResponse)
+        if not isinstance(response, FaxSendResponse):
+            raise ProtocolError("the response is not a FaxSendResponse", request_id=rid)
         _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
         if len(job_ids) != len(request.recipients.item):
@@ -239,13 +257,20 @@ class FaxClient:
             ServiceError: for example code -5019 for an unknown job id.
         """
         rid = _request_id(request_id)
-        request = _with_request_id(
-            rid, lambda: self._report_request(job_id, recipient_type, recip_address)
-        )
+        with _call_boundary(rid):
+            return self._report(rid, job_id, recipient_type, recip_address)
+
+    def _report(
+        self, rid: str, job_id: str, recipient_type: int | None, recip_address: str | None
+    ) -> BroadcastReportResult:
+        request = self._report_request(job_id, recipient_type, recip_address)
         response, raw = self._call(
             OPERATIONS["GetFaxBroadcastReport"], request, rid, idempotent=True
         )
-        assert isinstance(response, GetFaxBroadcastReportResponse)
+        if not isinstance(response, GetFaxBroadcastReportResponse):
+            raise ProtocolError(
+                "the response is not a GetFaxBroadcastReportResponse", request_id=rid
+            )
         _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
         return BroadcastReportResult(
             job_id=request.job_id,
@@ -299,6 +324,13 @@ class FaxClient:
         # The bindings and the checks above should make this unreachable; the schema has
         # the last word all the same, before anything is sent.
         check_request(body.skeleton(), rid)
+        # Documents are measured now: Content-Length is what they hold at this moment.
+        with body.open() as opened:
+            return self._exchange(operation, opened, rid, idempotent=idempotent)
+
+    def _exchange(
+        self, operation: Operation, body: OpenBody, rid: str, *, idempotent: bool
+    ) -> tuple[Any, RawResponse]:
         payload = body.payload()
         attempt = 0
         refreshed = False
@@ -315,7 +347,7 @@ class FaxClient:
             try:
                 raw = self._transport.post(payload, headers(rid, token), rid)
             except TransportError as exc:
-                # Nothing sent: always safe to repeat. Sent: only an idempotent call.
+                # No byte written: always safe to repeat. Any byte: only an idempotent call.
                 retry = idempotent or not exc.maybe_delivered
                 if retry and attempt < self._retries:
                     attempt = self._back_off(operation, rid, attempt, type(exc).__name__)
@@ -346,24 +378,27 @@ class FaxClient:
         return attempt + 1
 
 
-def _check_timeout(timeout: object) -> None:
-    values = timeout if isinstance(timeout, tuple) else (timeout,)
-    if not 1 <= len(values) <= 2 or any(
-        isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in values
-    ):
-        raise BadInputError("timeout", "must be seconds > 0, or a (connect, read) pair of them")
-
-
 def _request_id(request_id: str | None) -> str:
     return str(uuid.uuid4()) if request_id is None else check_request_id(request_id)
 
 
-def _with_request_id(rid: str, build: Callable[[], _T]) -> _T:
+@contextlib.contextmanager
+def _call_boundary(rid: str) -> Iterator[None]:
+    """Everything a call raises is a FaxWSError carrying its request id. An exception of
+    another kind is a bug somewhere below; it becomes a FaxWSError that says the request may
+    have been delivered, since nothing tells otherwise."""
     try:
-        return build()
-    except BadInputError as exc:
-        exc.request_id = rid
+        yield
+    except FaxWSError as exc:
+        if exc.request_id is None:
+            exc.request_id = rid
         raise
+    except Exception as exc:
+        raise FaxWSError(
+            f"unexpected {type(exc).__name__} during the call; the request may have been delivered",
+            request_id=rid,
+            maybe_delivered=True,
+        ) from exc
 
 
 def _recipients(recipients: Sequence[Recipient | str]) -> tuple[FaxJobRecipient, ...]:
@@ -433,7 +468,7 @@ def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentia
                 request_id=rid,
                 status_code=status,
                 body_excerpt=excerpt(body_text()),
-                maybe_delivered=status >= 500,
+                maybe_delivered=_maybe_delivered(status),
             ) from None
         raise ProtocolError(
             exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
@@ -457,7 +492,7 @@ def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentia
             request_id=rid,
             status_code=status,
             body_excerpt=excerpt(body_text()),
-            maybe_delivered=status >= 500,
+            maybe_delivered=_maybe_delivered(status),
         )
     try:
         return read_payload(payload, operation.output)
@@ -465,6 +500,12 @@ def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentia
         raise ProtocolError(
             exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
         ) from None
+
+
+def _maybe_delivered(status: int) -> bool:
+    """A final answer without a SOAP fault: only a redirect (3xx) or a refusal (4xx) says the
+    request was not taken; anything else (5xx, or an unexpected 1xx or 2xx) may follow it."""
+    return not 300 <= status < 500
 
 
 def _raise_for_ws_error(

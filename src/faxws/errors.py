@@ -21,6 +21,7 @@ __all__ = [
     "AuthenticationError",
     "BadInputError",
     "ConnectError",
+    "DocumentError",
     "FaxWSError",
     "HTTPStatusError",
     "ProtocolError",
@@ -49,8 +50,10 @@ class FaxWSError(Exception):
         message: what went wrong, in one sentence.
         request_id: the ``x-ch-request-id`` of the call, or None outside a call.
         status_code: the HTTP status of the response, or None when there was none.
-        maybe_delivered: True when the request may have reached the service, so that
-            repeating a SendFax could send the fax twice.
+        maybe_delivered: True when any byte of the request was written to the connection
+            (or the answer does not prove it was refused), so that repeating a SendFax could
+            send the fax twice. False only when nothing of the request left this process,
+            or the service answered that it refused it.
     """
 
     maybe_delivered: bool = False
@@ -61,11 +64,14 @@ class FaxWSError(Exception):
         *,
         request_id: str | None = None,
         status_code: int | None = None,
+        maybe_delivered: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.request_id = request_id
         self.status_code = status_code
+        if maybe_delivered is not None:
+            self.maybe_delivered = maybe_delivered
 
     def __str__(self) -> str:
         parts = [self.message]
@@ -177,7 +183,8 @@ class AuthenticationError(FaxWSError):
 
 class HTTPStatusError(FaxWSError):
     """The service answered with an HTTP error status and no SOAP fault (an HTML error page,
-    a 502 from a gateway, a redirect). ``maybe_delivered`` is True for 5xx statuses.
+    a 502 from a gateway, a redirect). ``maybe_delivered`` is False for 3xx and 4xx answers
+    (the request was redirected or refused) and True for every other status.
 
     Attributes:
         body_excerpt: at most 500 characters of the response body.
@@ -192,15 +199,20 @@ class HTTPStatusError(FaxWSError):
         body_excerpt: str = "",
         maybe_delivered: bool = False,
     ) -> None:
-        super().__init__(message, request_id=request_id, status_code=status_code)
+        super().__init__(
+            message,
+            request_id=request_id,
+            status_code=status_code,
+            maybe_delivered=maybe_delivered,
+        )
         self.body_excerpt = body_excerpt
-        self.maybe_delivered = maybe_delivered
 
 
 class TransportError(FaxWSError):
-    """The HTTP exchange failed: connection, TLS, timeout, reset.
+    """The HTTP exchange failed: connection, TLS, timeout, reset, a malformed answer line.
 
-    ``maybe_delivered`` says whether any of the request may have reached the service.
+    ``maybe_delivered`` is decided by whether any byte of the request had been written to
+    the connection when it failed, never by the kind of failure.
     """
 
     def __init__(
@@ -210,12 +222,12 @@ class TransportError(FaxWSError):
         request_id: str | None = None,
         maybe_delivered: bool,
     ) -> None:
-        super().__init__(message, request_id=request_id)
-        self.maybe_delivered = maybe_delivered
+        super().__init__(message, request_id=request_id, maybe_delivered=maybe_delivered)
 
 
 class ConnectError(TransportError):
-    """No connection could be made (refused, DNS, TLS handshake); nothing was sent."""
+    """The request could not be sent: refused, DNS, proxy, TLS handshake or certificate
+    failure, or a connection that failed before its first byte. Nothing was sent."""
 
     def __init__(self, message: str, *, request_id: str | None = None) -> None:
         super().__init__(message, request_id=request_id, maybe_delivered=False)
@@ -223,6 +235,31 @@ class ConnectError(TransportError):
 
 class RequestTimeoutError(TransportError):
     """The connect or read time-out elapsed. A read time-out may follow delivery."""
+
+
+class DocumentError(FaxWSError):
+    """A document could not be sent as announced: it could not be opened or read, the file
+    object failed or was closed, or it shrank or grew while being sent.
+
+    When this happens after the request started going out, the connection is aborted before
+    the body is complete, so the service cannot accept a truncated or altered document;
+    ``maybe_delivered`` is still True then (bytes of the request were written), as for any
+    failure after the first byte.
+
+    Attributes:
+        document: the document's name (file name, ``<bytes>`` or ``<stream>``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        document: str = "",
+        request_id: str | None = None,
+        maybe_delivered: bool = False,
+    ) -> None:
+        super().__init__(message, request_id=request_id, maybe_delivered=maybe_delivered)
+        self.document = document
 
 
 class ProtocolError(FaxWSError):

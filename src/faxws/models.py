@@ -10,13 +10,13 @@ from __future__ import annotations
 import enum
 import io
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from faxws._checks import check_int, check_text
-from faxws._xsd import INT_MAX, BytesContent
+from faxws._content import BytesSource, PathSource, StreamSource, open_all
+from faxws._xsd import INT_MAX
 from faxws.errors import BadInputError
 
 __all__ = [
@@ -116,57 +116,7 @@ class Recipient:
             check_text(name, getattr(self, name))
 
 
-_CHUNK_MULTIPLE = 3  # base64 encodes 3 bytes into 4 characters; chunks must keep that alignment
-
-
-class _PathContent:
-    __slots__ = ("_path", "_size")
-
-    def __init__(self, path: Path, size: int) -> None:
-        self._path = path
-        self._size = size
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
-        remaining = self._size
-        with open(self._path, "rb") as fh:
-            while remaining > 0:
-                chunk = fh.read(min(chunk_size, remaining))
-                if not chunk:
-                    raise OSError(f"{self._path.name} shrank while being sent")
-                remaining -= len(chunk)
-                yield chunk
-
-
-class _StreamContent:
-    """A seekable binary file object, read from its position at construction each time."""
-
-    __slots__ = ("_size", "_start", "_stream")
-
-    def __init__(self, stream: BinaryIO, start: int, size: int) -> None:
-        self._stream = stream
-        self._start = start
-        self._size = size
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def iter_bytes(self, chunk_size: int) -> Iterator[bytes]:
-        self._stream.seek(self._start)
-        remaining = self._size
-        while remaining > 0:
-            chunk = self._stream.read(min(chunk_size, remaining))
-            if not chunk:
-                raise OSError("the file object ended early while being sent")
-            remaining -= len(chunk)
-            yield chunk
-
-
-Content = BytesContent | _PathContent | _StreamContent
+Content = BytesSource | PathSource | StreamSource
 
 
 class FaxFile:
@@ -175,8 +125,13 @@ class FaxFile:
     ``data`` is bytes, a path (:class:`os.PathLike`), or a binary file object. A ``str`` is
     refused: it is ambiguous between a path and content (use :meth:`from_path` for a path).
     Paths and seekable file objects are read while sending, in chunks, so a large document is
-    never held in memory whole. ``index`` is the 1-based ``FileIndex``; when None the client
-    numbers the files 1..n in order.
+    never held in memory whole; their size is measured again when a request is sent, and a
+    document that shrinks or grows while it is being sent makes the call fail with
+    :class:`~faxws.errors.DocumentError` without completing the request. A seekable file
+    object is sent from its position when the ``FaxFile`` was made; sends of one file object
+    from several threads take turns. A file object that cannot seek is read whole here.
+    ``index`` is the 1-based ``FileIndex``; when None the client numbers the files 1..n in
+    order.
     """
 
     __slots__ = ("_content", "_file_type", "_index", "_name")
@@ -229,7 +184,8 @@ class FaxFile:
 
     @property
     def size(self) -> int:
-        """Size of the document in bytes (before base64)."""
+        """Size of the document in bytes (before base64), as last measured: when the
+        ``FaxFile`` was made, or by the latest send."""
         return self._content.size
 
     @property
@@ -239,12 +195,16 @@ class FaxFile:
 
     @property
     def content(self) -> Content:
-        """The document as :class:`~faxws._xsd.BinaryContent`."""
+        """The document as a :class:`~faxws._content.Source`."""
         return self._content
 
     def read_bytes(self) -> bytes:
         """The whole document (reads it into memory)."""
-        return b"".join(self._content.iter_bytes(1 << 20))
+        opened = open_all([self._content])
+        try:
+            return b"".join(opened.readers[0].chunks(1 << 20))
+        finally:
+            opened.close()
 
     def __repr__(self) -> str:
         try:
@@ -266,7 +226,7 @@ def _content_of(
             "is a str: pass bytes for content, or FaxFile.from_path() / a pathlib.Path for a file",
         )
     if isinstance(data, (bytes, bytearray, memoryview)):
-        return BytesContent(data), "<bytes>"
+        return BytesSource(data), "<bytes>"
     if isinstance(data, os.PathLike):
         path = Path(data)
         try:
@@ -280,7 +240,7 @@ def _content_of(
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise BadInputError("data", f"cannot read {path.name!r}: {reason}") from None
-        return _PathContent(path, size), path.name
+        return PathSource(path, size), path.name
     if hasattr(data, "read"):
         return _stream_content(data)
     raise BadInputError(
@@ -301,13 +261,25 @@ def _stream_content(stream: object) -> tuple[Content, str]:
             start = stream.tell()  # type: ignore[attr-defined]
             end = stream.seek(0, os.SEEK_END)  # type: ignore[attr-defined]
             stream.seek(start)  # type: ignore[attr-defined]
-            return _StreamContent(stream, start, end - start), name  # type: ignore[arg-type]
+            return StreamSource(stream, start, end - start, name), name  # type: ignore[arg-type]
         # Not seekable: it can be read only once, and a retry needs it again.
-        return BytesContent(stream.read()), name  # type: ignore[attr-defined]
+        return BytesSource(_read_all(stream)), name
     except BadInputError:
         raise
     except (OSError, ValueError) as exc:
         raise BadInputError("data", f"cannot read the file object: {exc}") from None
+
+
+def _read_all(stream: object) -> bytes:
+    """Everything a non-seekable file object has, however short its reads are."""
+    pieces = []
+    while True:
+        piece = stream.read(1 << 20)  # type: ignore[attr-defined]
+        if piece is None:
+            raise BadInputError("data", "is a non-blocking file object that has no data now")
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(bytes(piece))
 
 
 @dataclass(frozen=True, slots=True)

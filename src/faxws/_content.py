@@ -1,0 +1,322 @@
+"""Document sources and the readers that send them: exactly the announced bytes, or an error.
+
+A request announces its Content-Length before the body is written, so each document's size is
+taken when the request is opened for sending (:meth:`Source.open`), not when the
+:class:`~faxws.FaxFile` was made: a scan that was still being written when the ``FaxFile`` was
+built goes out whole. While sending, a reader
+
+* fills every chunk it yields, however short the reads of the underlying file are;
+* raises :class:`~faxws.errors.DocumentError` as soon as the file ends early or turns out
+  longer than announced, before the last of its bytes (and the rest of the envelope) is
+  yielded, so a body that does not match what was announced is never completed;
+* wraps any exception of the file object (closed, I/O error) the same way.
+
+File objects have a shared position, so two sends of one file object at once are serialized
+with a lock per object; a send holds it from :meth:`Source.open` to :meth:`Reader.close`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+from faxws.errors import DocumentError
+
+__all__ = ["BytesSource", "PathSource", "Reader", "Source", "StreamSource", "open_all"]
+
+
+class Reader(Protocol):
+    """An opened document: its size at opening, and its bytes in full chunks."""
+
+    size: int
+
+    def chunks(self, chunk_size: int) -> Iterator[bytes]:
+        """The whole document from its start, in chunks of ``chunk_size`` bytes (the last may
+        be shorter); may be called again for a resend."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Source(Protocol):
+    """A document that can be opened for sending (see :class:`Reader`)."""
+
+    @property
+    def size(self) -> int:
+        """The size when last measured (for display; the request uses the size at opening)."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """A short description for messages: a file name, ``<bytes>`` or ``<stream>``."""
+        ...
+
+    def open(self) -> Reader: ...
+
+
+def _exact(read: Callable[[int], Any], size: int, chunk_size: int, name: str) -> Iterator[bytes]:
+    """``size`` bytes from ``read`` in full chunks; the last chunk is held back until the
+    source has been seen to end there."""
+    done = 0
+    while done < size:
+        want = min(chunk_size, size - done)
+        pieces: list[bytes] = []
+        got = 0
+        while got < want:
+            piece = _call_read(read, want - got, name)
+            if not piece:
+                raise DocumentError(
+                    f"{name} ended after {done + got} of the {size} bytes announced "
+                    "(it shrank while being sent)",
+                    document=name,
+                )
+            pieces.append(piece)
+            got += len(piece)
+        done += want
+        if done == size and _call_read(read, 1, name):
+            raise DocumentError(
+                f"{name} is longer than the {size} bytes announced (it grew while being sent)",
+                document=name,
+            )
+        yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _call_read(read: Callable[[int], Any], n: int, name: str) -> bytes:
+    try:
+        data = read(n)
+    except Exception as exc:  # any failure of a caller's file object
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DocumentError(
+            f"{name} could not be read: {type(exc).__name__}: {reason}", document=name
+        ) from exc
+    if data is None:
+        raise DocumentError(
+            f"{name} returned no data (a non-blocking file object cannot be sent)", document=name
+        )
+    if not isinstance(data, bytes):
+        if not isinstance(data, (bytearray, memoryview)):
+            raise DocumentError(f"{name} returned {type(data).__name__}, not bytes", document=name)
+        data = bytes(data)
+    if len(data) > n:
+        raise DocumentError(f"{name} returned more bytes than asked for", document=name)
+    return data
+
+
+def _rewind(stream: BinaryIO, position: int, name: str) -> None:
+    try:
+        stream.seek(position)
+    except Exception as exc:
+        raise DocumentError(
+            f"{name} cannot be rewound: {type(exc).__name__}: {exc}", document=name
+        ) from None
+
+
+# -- bytes ------------------------------------------------------------------------------------
+
+
+class BytesSource:
+    """Bytes already in memory (no copy)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        # A bytearray is copied: the caller could change it between the check and the send.
+        self._data = memoryview(bytes(data) if isinstance(data, bytearray) else data).cast("B")
+
+    @property
+    def size(self) -> int:
+        return self._data.nbytes
+
+    @property
+    def name(self) -> str:
+        return "<bytes>"
+
+    def open(self) -> BytesSource:
+        return self
+
+    def chunks(self, chunk_size: int) -> Iterator[bytes]:
+        data = self._data
+        for start in range(0, data.nbytes, chunk_size):
+            yield bytes(data[start : start + chunk_size])
+
+    def close(self) -> None:
+        pass
+
+    def __bytes__(self) -> bytes:
+        return self._data.tobytes()
+
+
+# -- paths ------------------------------------------------------------------------------------
+
+
+class PathSource:
+    """A file on disk, opened afresh by each send (so concurrent sends do not interfere)."""
+
+    __slots__ = ("_path", "_size")
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._path = path
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def name(self) -> str:
+        return self._path.name
+
+    def open(self) -> _PathReader:
+        try:
+            fh = open(self._path, "rb")  # noqa: SIM115 - closed by the reader
+        except OSError as exc:
+            raise DocumentError(
+                f"{self.name} cannot be opened: {exc.strerror or type(exc).__name__}",
+                document=self.name,
+            ) from None
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError as exc:
+            fh.close()
+            raise DocumentError(
+                f"{self.name} cannot be measured: {exc.strerror}", document=self.name
+            ) from None
+        if size == 0:
+            fh.close()
+            raise DocumentError(f"{self.name} is empty", document=self.name)
+        self._size = size
+        return _PathReader(fh, size, self.name)
+
+
+class _PathReader:
+    __slots__ = ("_fh", "_name", "size")
+
+    def __init__(self, fh: BinaryIO, size: int, name: str) -> None:
+        self._fh = fh
+        self.size = size
+        self._name = name
+
+    def chunks(self, chunk_size: int) -> Iterator[bytes]:
+        _rewind(self._fh, 0, self._name)
+        return _exact(self._fh.read, self.size, chunk_size, self._name)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+# -- file objects -----------------------------------------------------------------------------
+
+_registry_lock = threading.Lock()
+# id(file object) -> [lock, number of sends holding or waiting for it]. An entry lives only
+# while a send uses the object, so a reused id() never finds a stale lock.
+_stream_locks: dict[int, list[Any]] = {}
+
+
+def _acquire_stream(stream: object) -> threading.Lock:
+    with _registry_lock:
+        entry = _stream_locks.setdefault(id(stream), [threading.Lock(), 0])
+        entry[1] += 1
+    lock: threading.Lock = entry[0]
+    lock.acquire()
+    return lock
+
+
+def _release_stream(stream: object, lock: threading.Lock) -> None:
+    lock.release()
+    with _registry_lock:
+        entry = _stream_locks[id(stream)]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _stream_locks[id(stream)]
+
+
+class StreamSource:
+    """A seekable binary file object, sent from its position when the FaxFile was made."""
+
+    __slots__ = ("_name", "_size", "_start", "stream")
+
+    def __init__(self, stream: BinaryIO, start: int, size: int, name: str) -> None:
+        self.stream = stream
+        self._start = start
+        self._size = size
+        self._name = name
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def open(self) -> _StreamReader:
+        """Measure the object; the caller holds its lock (see :func:`open_all`)."""
+        try:
+            end = self.stream.seek(0, os.SEEK_END)
+            self.stream.seek(self._start)
+        except Exception as exc:
+            raise DocumentError(
+                f"{self.name} cannot be measured: {type(exc).__name__}: {exc}", document=self.name
+            ) from None
+        size = end - self._start
+        if size <= 0:
+            raise DocumentError(
+                f"{self.name} has no data after position {self._start}", document=self.name
+            )
+        self._size = size
+        return _StreamReader(self, size)
+
+
+class _StreamReader:
+    __slots__ = ("_source", "size")
+
+    def __init__(self, source: StreamSource, size: int) -> None:
+        self._source = source
+        self.size = size
+
+    def chunks(self, chunk_size: int) -> Iterator[bytes]:
+        source = self._source
+        _rewind(source.stream, source._start, source.name)
+        return _exact(source.stream.read, self.size, chunk_size, source.name)
+
+    def close(self) -> None:
+        pass
+
+
+# -- opening a request's documents together ---------------------------------------------------
+
+
+class Opened:
+    """The readers of one request's documents, and the file-object locks they hold."""
+
+    __slots__ = ("_locks", "readers")
+
+    def __init__(self, readers: list[Reader], locks: list[tuple[object, threading.Lock]]) -> None:
+        self.readers = readers
+        self._locks = locks
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.close()
+        for stream, lock in reversed(self._locks):
+            _release_stream(stream, lock)
+        self._locks = []
+
+
+def open_all(sources: Sequence[Source]) -> Opened:
+    """Open every document of a request. File objects are locked once each (one request may
+    send the same object twice), in a fixed order so that two requests sharing two objects
+    cannot wait for each other."""
+    streams = {id(s.stream): s.stream for s in sources if isinstance(s, StreamSource)}
+    locks = [(streams[k], _acquire_stream(streams[k])) for k in sorted(streams)]
+    opened = Opened([], locks)
+    try:
+        for source in sources:
+            opened.readers.append(source.open())
+    except BaseException:
+        opened.close()
+        raise
+    return opened

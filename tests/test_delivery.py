@@ -1,0 +1,331 @@
+"""``maybe_delivered`` comes from bytes written, over real sockets, plain TCP and TLS.
+
+Every case runs a scripted server (tests/scripted.py) and a SendFax with retries allowed:
+after any byte of the request was written, the error says the fax may have been delivered and
+the server saw exactly one request; before the first byte, it says nothing was sent and the
+client tried again.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable, Iterator
+
+import pytest
+import trustme
+
+from conftest import report_response, send_response
+from faxws import ConnectError, FaxClient, FaxFile, FaxWSError, RequestTimeoutError
+from scripted import Conn, ScriptedServer, reply
+
+USER = "mbx-delivery"
+RETRIES = 2
+
+
+@pytest.fixture(scope="session")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="session")
+def server_tls(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+    return context
+
+
+@pytest.fixture(scope="session")
+def ca_file(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
+        server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def client_for(server: ScriptedServer, ca_file: str, **kwargs: object) -> FaxClient:
+    options: dict[str, object] = {
+        "user_id": USER,
+        "pin": "4321",
+        "retries": RETRIES,
+        "retry_backoff": 0,
+        "timeout": (5, 5),
+        "verify": ca_file,
+    }
+    options.update(kwargs)
+    return FaxClient(server.url("localhost"), **options)  # type: ignore[arg-type]
+
+
+def send(client: FaxClient) -> object:
+    return client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4 one page", 101)], "rid-d")
+
+
+ANSWER = reply(send_response(["J1"]))
+
+
+# -- after the first byte: maybe delivered, never sent again ----------------------------------
+
+
+def tls_alert_after_request(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send_raw(b"\x15\x03\x03\x00\x02\x02\x50")  # a fatal alert record, internal_error
+
+
+def unclean_tls_close(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()  # then the TCP connection closes without close_notify
+
+
+def clean_tls_close(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.sock.unwrap()  # type: ignore[attr-defined]
+
+
+def reset_after_request(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.reset()
+
+
+def close_after_request(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+
+
+def garbage_status_line(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTPT/1.1 two hundred\r\n\r\n")
+
+
+def interim_then_close(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTTP/1.1 102 Processing\r\n\r\n")
+
+
+def endless_interim(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTTP/1.1 102 Processing\r\n\r\n" * 40 + ANSWER)
+
+
+def interim_then_silence(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n")
+    conn.hold()
+
+
+def silence_after_request(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.hold()
+
+
+def reset_mid_headers(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: te")
+    conn.reset()
+
+
+def truncated_body(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(ANSWER[:-20])
+
+
+AFTER_WRITE = {
+    "tls alert after the request": (tls_alert_after_request, True, FaxWSError),
+    "unclean tls close": (unclean_tls_close, True, FaxWSError),
+    "clean tls close without an answer": (clean_tls_close, True, FaxWSError),
+    "tcp reset after the request (tls)": (reset_after_request, True, FaxWSError),
+    "tcp reset after the request": (reset_after_request, False, FaxWSError),
+    "close without an answer": (close_after_request, False, FaxWSError),
+    "garbage status line": (garbage_status_line, False, FaxWSError),
+    "garbage status line (tls)": (garbage_status_line, True, FaxWSError),
+    "interim 102 then close": (interim_then_close, False, FaxWSError),
+    "more interim answers than allowed": (endless_interim, False, FaxWSError),
+    "interim 103 then silence": (interim_then_silence, False, RequestTimeoutError),
+    "silence after the request": (silence_after_request, True, RequestTimeoutError),
+    "reset in the middle of the headers": (reset_mid_headers, False, FaxWSError),
+    "truncated answer": (truncated_body, False, FaxWSError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AFTER_WRITE))
+def test_failure_after_the_first_byte_is_maybe_delivered_and_never_resent(
+    case: str,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+) -> None:
+    script, tls, error_type = AFTER_WRITE[case]
+    server = serve(script, tls=server_tls if tls else None)
+    timeout = (5, 1) if error_type is RequestTimeoutError else (5, 5)
+    with pytest.raises(FaxWSError) as info:
+        send(client_for(server, ca_file, timeout=timeout))
+    assert isinstance(info.value, error_type)
+    assert info.value.maybe_delivered is True
+    assert info.value.request_id == "rid-d"
+    assert len(server.received) == 1
+    assert server.connections == 1
+
+
+# -- interim answers are read past --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "interim",
+    [
+        b"HTTP/1.1 102 Processing\r\n\r\n",
+        b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n",
+    ],
+    ids=["102", "103", "100+102"],
+)
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_interim_responses_are_read_past_to_the_final_answer(
+    interim: bytes,
+    tls: bool,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+) -> None:
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_request()
+        conn.send(interim + ANSWER)
+
+    server = serve(script, tls=server_tls if tls else None)
+    result = send(client_for(server, ca_file))
+    assert result.job_ids == ("J1",)  # type: ignore[attr-defined]
+    assert len(server.received) == 1
+
+
+# -- before the first byte: nothing sent, tried again -------------------------------------
+
+
+def stall_handshake(conn: Conn) -> None:
+    conn.hold()  # never answers the ClientHello
+
+
+def close_before_handshake(conn: Conn) -> None:
+    pass  # accepted, then closed at once
+
+
+def plain_http_to_tls_client(conn: Conn) -> None:
+    conn.send(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+def tls_handshake(conn: Conn) -> None:
+    conn.handshake()  # the client refuses the certificate
+
+
+BEFORE_WRITE = {
+    "tls handshake stalls": (stall_handshake, {"timeout": (0.5, 5)}, RequestTimeoutError),
+    "closed before the tls handshake": (close_before_handshake, {}, ConnectError),
+    "plain http answers a tls client": (plain_http_to_tls_client, {}, ConnectError),
+    "certificate not trusted": (tls_handshake, {"verify": True}, ConnectError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BEFORE_WRITE))
+def test_failure_before_the_first_byte_is_not_delivered_and_retried(
+    case: str,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+) -> None:
+    script, options, error_type = BEFORE_WRITE[case]
+    server = serve(script, tls=server_tls)
+    with pytest.raises(FaxWSError) as info:
+        send(client_for(server, ca_file, **options))
+    assert isinstance(info.value, error_type)
+    assert info.value.maybe_delivered is False
+    assert info.value.request_id == "rid-d"
+    assert server.received == []
+    assert server.connections == RETRIES + 1  # it was tried again, each time on a new connection
+
+
+def test_wrong_host_name_in_certificate_is_not_delivered(
+    serve: Callable[..., ScriptedServer], ca: trustme.CA, ca_file: str
+) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("other.example").configure_cert(context)
+    server = serve(tls_handshake, tls=context)
+    with pytest.raises(ConnectError) as info:
+        send(client_for(server, ca_file))
+    assert info.value.maybe_delivered is False
+    assert "certificate" in info.value.message
+    assert server.received == []
+
+
+def test_connection_refused_is_retried_and_names_its_cause(
+    caplog: pytest.LogCaptureFixture, ca_file: str
+) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    caplog.set_level(logging.INFO, logger="faxws")
+    client = FaxClient(
+        f"http://127.0.0.1:{port}", user_id=USER, pin="4321", retries=RETRIES, retry_backoff=0
+    )
+    with pytest.raises(ConnectError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    assert f"127.0.0.1:{port}" in info.value.message
+    assert "Connection refused" in info.value.message
+    assert sum("retrying" in r.getMessage() for r in caplog.records) == RETRIES
+
+
+def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(
+    serve: Callable[..., ScriptedServer], ca_file: str
+) -> None:
+    def script(conn: Conn) -> None:
+        conn.read_request()
+        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then closed
+
+    server = serve(script)
+    client = client_for(server, ca_file)
+    send(client)
+    send(client)
+    assert len(server.requests) == 2
+
+
+def test_reports_are_retried_after_a_failure_past_the_first_byte(
+    serve: Callable[..., ScriptedServer], ca_file: str
+) -> None:
+    answers = iter([None, reply(report_response())])
+
+    def script(conn: Conn) -> None:
+        conn.read_request()
+        answer = next(answers)
+        if answer is None:
+            conn.reset()
+        else:
+            conn.send(answer)
+
+    server = serve(script)
+    result = client_for(server, ca_file).get_fax_broadcast_report("J1", request_id="rid-r")
+    assert result.request_id == "rid-r"
+    assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-r", "rid-r"]
+
