@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,11 +73,30 @@ class Captured:
 
 Reply = Callable[[bytes], bytes | None]
 
+#: Longest a handler waits for one request to arrive whole, or for one answer to be taken.
+IO_TIMEOUT = 30.0
+#: Longest close() waits for a thread: past it the thread is stuck in ``reply`` itself.
+JOIN_TIMEOUT = 30.0
 
-def _read_request(conn: socket.socket) -> bytes:
+
+def _read_request(conn: socket.socket, timeout: float = IO_TIMEOUT) -> bytes:
+    """One whole request (head and Content-Length body), b"" on a clean close before it.
+
+    The whole request must arrive within ``timeout`` seconds, however slowly its bytes drip:
+    each receive waits only for what is left of that time. Raises TimeoutError past it.
+    """
+    deadline = time.monotonic() + timeout
+
+    def receive(size: int) -> bytes:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        conn.settimeout(left)
+        return conn.recv(size)
+
     data = b""
     while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
+        chunk = receive(65536)
         if not chunk:
             return data
         data += chunk
@@ -85,7 +107,7 @@ def _read_request(conn: socket.socket) -> bytes:
         if name.strip().lower() == b"content-length":
             length = int(value.strip())
     while len(body) < length:
-        chunk = conn.recv(1 << 20)
+        chunk = receive(1 << 20)
         if not chunk:
             break
         body += chunk
@@ -100,73 +122,114 @@ def http_reply(body: bytes, status: str = "200 OK", extra: str = "") -> bytes:
 
 
 class CaptureServer:
-    """A one-thread HTTP/1.1 server on 127.0.0.1 that records the raw bytes of each request.
+    """An HTTP/1.1 server on 127.0.0.1 that records the raw bytes of each request.
 
     ``reply`` maps the raw request to the raw response; ``b""`` means: close the connection
-    without answering; None: answer nothing and keep the connection open until the test ends.
+    without answering; None: answer nothing and keep the connection open until close().
+
+    One thread accepts, one thread per connection handles it. close() never closes a socket a
+    running thread may still use: it wakes the accept loop through a socket pair and joins it,
+    shuts the open connections down so their handlers' reads return, joins every handler, and
+    only then closes the listening socket. Each handler closes its own connection.
     """
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.captured = Captured()
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
-        self.port = self._sock.getsockname()[1]
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._open: set[socket.socket] = set()
+        self._handlers: list[threading.Thread] = []
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self._listener.setblocking(False)
+        self._wake_read, self._wake_write = socket.socketpair()
+        self.port: int = self._listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._stop = threading.Event()
-        self._held: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        # Daemon threads only so that a server nobody closes cannot hang the interpreter's exit.
+        self._thread = threading.Thread(
+            target=self._serve, name=f"capture-{self.port}", daemon=True
+        )
         self._thread.start()
 
     def _serve(self) -> None:
-        self._sock.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.captured.connections += 1
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            selector.register(self._wake_read, selectors.EVENT_READ)
+            while True:
+                ready = {key.fileobj for key, _ in selector.select()}
+                if self._wake_read in ready:
+                    return
+                try:
+                    conn, _ = self._listener.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue  # the peer gave up before it was accepted
+                with self._lock:
+                    if self._closing.is_set():
+                        conn.close()
+                        return
+                    self.captured.connections += 1
+                    self._open.add(conn)
+                    handler = threading.Thread(
+                        target=self._handle,
+                        args=(conn,),
+                        name=f"capture-{self.port}-conn",
+                        daemon=True,
+                    )
+                    self._handlers.append(handler)
+                handler.start()
 
     def _handle(self, conn: socket.socket) -> None:
-        conn.settimeout(10)
         try:
-            while not self._stop.is_set():
+            while not self._closing.is_set():
                 raw = _read_request(conn)
                 if not raw:
                     break
                 self.captured.requests.append(raw)
                 answer = self.reply(raw)
                 if answer is None:
-                    self._held.append(conn)
-                    return
+                    self._closing.wait()  # held open until close(); nothing to read or send
+                    break
                 if not answer:
                     break  # close without answering
+                conn.settimeout(IO_TIMEOUT)
                 conn.sendall(answer)
         except OSError:
-            pass
-        conn.close()
+            pass  # the peer went away, close() shut the connection down, or a time-out
+        finally:
+            with self._lock:
+                self._open.discard(conn)
+            conn.close()
 
     def close(self) -> None:
-        self._stop.set()
-        self._sock.close()
-        for conn in self._held:
-            conn.close()
-        self._thread.join(2)
+        with self._lock:
+            if self._closing.is_set():
+                return
+            self._closing.set()
+        self._wake_write.send(b"x")
+        self._thread.join(JOIN_TIMEOUT)
+        with self._lock:
+            for conn in self._open:
+                with contextlib.suppress(OSError):  # the peer may have gone already
+                    conn.shutdown(socket.SHUT_RDWR)
+            handlers = list(self._handlers)
+        for handler in handlers:
+            handler.join(JOIN_TIMEOUT)
+        stuck = [t.name for t in (self._thread, *handlers) if t.is_alive()]
+        if stuck:  # their sockets stay open: closing them under a running thread is the race
+            raise RuntimeError(f"capture server threads still running: {stuck}")
+        self._listener.close()
+        self._wake_read.close()
+        self._wake_write.close()
 
 
 @pytest.fixture
 def capture_server() -> Iterator[Callable[[Reply], CaptureServer]]:
-    servers: list[CaptureServer] = []
+    """Starts capture servers; each is closed after the test, even when another's close fails."""
+    with contextlib.ExitStack() as stack:
 
-    def start(reply: Reply) -> CaptureServer:
-        server = CaptureServer(reply)
-        servers.append(server)
-        return server
+        def start(reply: Reply) -> CaptureServer:
+            server = CaptureServer(reply)
+            stack.callback(server.close)
+            return server
 
-    yield start
-    for server in servers:
-        server.close()
+        yield start
