@@ -137,6 +137,8 @@ class ScriptedServer:
         self.received: list[Received] = []
         self.errors: list[BaseException] = []
         self.headers_read = threading.Event()
+        self._served = 0
+        self._served_changed = threading.Condition()
         self._listener = socket.socket()
         if rcvbuf is not None:  # inherited by accepted sockets: the client blocks sooner
             self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -180,6 +182,15 @@ class ScriptedServer:
             finally:
                 conn.sock.close()
                 sock.close()
+                with self._served_changed:
+                    self._served += 1
+                    self._served_changed.notify_all()
+
+    def wait_served(self, count: int) -> None:
+        """Wait until ``count`` connections were served to their end (the client may have
+        given up while the server was still reading)."""
+        with self._served_changed:
+            assert self._served_changed.wait_for(lambda: self._served >= count, WAIT)
 
     def close(self) -> None:
         self._wake_w.send(b"x")

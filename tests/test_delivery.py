@@ -328,4 +328,3 @@ def test_reports_are_retried_after_a_failure_past_the_first_byte(
     result = client_for(server, ca_file).get_fax_broadcast_report("J1", request_id="rid-r")
     assert result.request_id == "rid-r"
     assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-r", "rid-r"]
-

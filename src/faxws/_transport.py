@@ -262,14 +262,10 @@ def failure(
     request_id: str,
     where: str,
     redact: Callable[[str], str] = lambda text: text,
-) -> TransportError | DocumentError:
+) -> TransportError:
     """The faxws error for a failed exchange: ``written`` says whether any byte of the
     request had been written to the connection. ``redact`` masks secrets in the cause,
     which may quote what a server sent."""
-    if isinstance(exc, DocumentError):
-        exc.request_id = request_id
-        exc.maybe_delivered = written
-        return exc
     kind = _kind(exc)
     cause = redact(_cause(exc))
     if not written:
@@ -426,6 +422,10 @@ class HttpTransport:
                 verify=self._session.verify,
                 proxies=self._proxies,
             )
+        except DocumentError as exc:
+            exc.request_id = request_id
+            exc.maybe_delivered = progress.written
+            raise
         except Exception as exc:
             raise self._failure(exc, progress.written, request_id) from exc
         finally:
@@ -442,9 +442,7 @@ class HttpTransport:
             response.status_code, response.headers, content, time.perf_counter() - start
         )
 
-    def _failure(
-        self, exc: BaseException, written: bool, request_id: str
-    ) -> TransportError | DocumentError:
+    def _failure(self, exc: BaseException, written: bool, request_id: str) -> TransportError:
         return failure(
             exc, written=written, request_id=request_id, where=self._where, redact=self._redact
         )
