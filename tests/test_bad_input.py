@@ -170,6 +170,36 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
         "whitespace",
     ),
     ("retries out of range", lambda: client(retries=-1), "retries", "outside"),
+    ("timeout nan", lambda: client(timeout=float("nan")), "timeout", "finite"),
+    ("timeout inf", lambda: client(timeout=float("inf")), "timeout", "finite"),
+    ("timeout 1e12", lambda: client(timeout=1e12), "timeout", "at most"),
+    ("read timeout nan", lambda: client(timeout=(1, float("nan"))), "timeout", "finite"),
+    ("timeout triple", lambda: client(timeout=(1, 2, 3)), "timeout", "pair"),
+    ("timeout as bool", lambda: client(timeout=True), "timeout", "seconds"),
+    ("retry backoff nan", lambda: client(retry_backoff=float("nan")), "retry_backoff", "0 to"),
+    ("retry backoff inf", lambda: client(retry_backoff=float("inf")), "retry_backoff", "0 to"),
+    ("verify: missing CA path", lambda: client(verify="/nonexistent/ca.pem"), "verify", "no CA"),
+    ("verify: not a CA bundle", lambda: client(verify=__file__), "verify", "not a usable CA"),
+    ("verify of wrong type", lambda: client(verify=3), "verify", "must be True, False"),
+    (
+        "socks proxy",
+        lambda: client(proxies={"https": "socks5://127.0.0.1:1080"}),
+        "proxies['https']",
+        "http:// or https://",
+    ),
+    ("proxy without host", lambda: client(proxies={"https": "http://"}), "proxies", "with a host"),
+    (
+        "plain http to a *.localhost name",
+        lambda: client(base_url="http://evil.localhost:8080"),
+        "base_url",
+        "use https",
+    ),
+    (
+        "plain http to localhost.example",
+        lambda: client(base_url="http://localhost.example.com"),
+        "base_url",
+        "use https",
+    ),
 ]
 
 
@@ -219,6 +249,33 @@ def test_bad_input_error_is_a_faxws_error_and_a_value_error() -> None:
     assert isinstance(info.value, FaxWSError)
     assert isinstance(info.value, ValueError)
     assert info.value.maybe_delivered is False
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "[::1]"])
+def test_plain_http_is_allowed_to_loopback_only(host: str) -> None:
+    assert client(base_url=f"http://{host}:8080").url == f"http://{host.lower()}:8080/fax/v5"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"token_url": "http://evil.localhost/token"},
+        {"token_url": "http://localhost.evil.example/token"},
+        {"token_url": "https://h:99999/token"},
+        {"leeway": float("nan")},
+        {"timeout": float("inf")},
+        {"verify": "/nonexistent/ca.pem"},
+    ],
+    ids=["evil.localhost", "localhost.evil", "bad port", "leeway nan", "timeout inf", "no CA"],
+)
+def test_token_provider_arguments_are_checked_at_construction(kwargs: dict[str, Any]) -> None:
+    from faxws.oauth import ClientCredentials
+
+    args: dict[str, Any] = {"token_url": "https://id.example.com/token"}
+    args.update(kwargs)
+    with pytest.raises(BadInputError) as info:
+        ClientCredentials(args.pop("token_url"), "cid", "secret", **args)
+    assert info.value.field in {"token_url", "leeway", "timeout", "verify"}
 
 
 def test_plain_http_to_remote_host_allowed_only_by_explicit_opt_in() -> None:

@@ -49,7 +49,17 @@ from faxws.errors import (
     excerpt,
 )
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "DEFAULT_TIMEOUT", "HttpTransport", "RawResponse"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "HttpTransport",
+    "RawResponse",
+    "check_proxies",
+    "check_timeout",
+    "check_verify",
+    "describe_failure",
+    "failure",
+]
 
 #: (connect, read) seconds.
 Timeout = float | tuple[float, float]
@@ -253,6 +263,11 @@ def _cause(exc: BaseException) -> str:
         if _is_timeout(e):
             return "timed out"
     return excerpt(str(exc), 200) or type(exc).__name__
+
+
+def describe_failure(exc: BaseException) -> tuple[str, str]:
+    """(kind, root cause) of an exception of requests, urllib3 or the socket layer."""
+    return _kind(exc), _cause(exc)
 
 
 def failure(

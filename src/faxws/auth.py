@@ -80,7 +80,9 @@ class BearerAuth(Credentials):
             return self._fixed
         try:
             token = self._provider()
-        except FaxWSError:
+        except FaxWSError as exc:
+            if exc.request_id is None:
+                exc.request_id = request_id
             raise
         except Exception as exc:
             # The provider's own message may quote a secret: only its type is kept.

@@ -16,20 +16,28 @@ import requests
 
 from faxws._checks import check_header_token, check_text, is_loopback
 from faxws._log import logger
-from faxws._transport import DEFAULT_TIMEOUT, Timeout
+from faxws._redact import redact
+from faxws._transport import (
+    DEFAULT_TIMEOUT,
+    Timeout,
+    check_timeout,
+    check_verify,
+    describe_failure,
+)
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
     ConnectError,
     ProtocolError,
     RequestTimeoutError,
-    TransportError,
 )
 
 __all__ = ["DEFAULT_SCOPE", "ClientCredentials"]
 
 
 DEFAULT_SCOPE = "FaxWS offline_access"
+#: Largest token response read; a token endpoint has no reason to send more.
+MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 
 class ClientCredentials:
@@ -58,7 +66,12 @@ class ClientCredentials:
         verify: bool | str = True,
         allow_insecure_http: bool = False,
     ) -> None:
-        parts = urlsplit(token_url) if isinstance(token_url, str) else None
+        try:
+            parts = urlsplit(token_url) if isinstance(token_url, str) else None
+            if parts is not None:
+                parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadInputError("token_url", "must be an http(s) URL with a host")
         if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
@@ -67,11 +80,18 @@ class ClientCredentials:
         self._client_id = check_text("client_id", client_id, required=True)
         self._secret = check_text("client_secret", client_secret, required=True)
         self._scope = check_text("scope", scope)
+        if (
+            isinstance(leeway, bool)
+            or not isinstance(leeway, (int, float))
+            or not 0 <= leeway <= 86400
+        ):
+            raise BadInputError("leeway", "must be a number of seconds from 0 to 86400")
         self._leeway = float(leeway)
-        self._timeout = timeout
+        self._timeout = check_timeout("timeout", timeout)
+        self._where = f"the token endpoint {parts.hostname}"
         self._session = requests.Session()
         self._session.trust_env = False
-        self._session.verify = verify
+        self._session.verify = check_verify("verify", verify)
         self._lock = threading.Lock()
         self._token: str | None = None
         self._expires_at = 0.0
@@ -107,6 +127,8 @@ class ClientCredentials:
         if self._scope:
             form["scope"] = self._scope
         started = time.monotonic()
+        # No fax request has been written while a token is fetched: whatever fails here,
+        # the call it serves was not delivered (maybe_delivered stays False).
         try:
             response = self._session.post(
                 self._url,
@@ -114,20 +136,27 @@ class ClientCredentials:
                 headers={"Accept": "application/json"},
                 timeout=self._timeout,
                 allow_redirects=False,
+                stream=True,
             )
-        except requests.exceptions.Timeout as exc:
-            raise RequestTimeoutError(
-                "the token endpoint did not answer in time", maybe_delivered=True
-            ) from exc
-        except requests.exceptions.ConnectionError as exc:
-            raise ConnectError("cannot reach the token endpoint") from exc
-        except requests.exceptions.RequestException as exc:
-            raise TransportError("the token request failed", maybe_delivered=True) from exc
+            try:
+                body = _read_capped(response)
+            finally:
+                response.close()
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            kind, cause = describe_failure(exc)
+            cause = redact(cause, (self._secret,))
+            if kind == "timeout":
+                raise RequestTimeoutError(
+                    f"{self._where} did not answer in time ({cause})", maybe_delivered=False
+                ) from exc
+            raise ConnectError(f"cannot get a token from {self._where}: {cause}") from exc
         self.fetches += 1
         logger.debug("token endpoint answered HTTP %d", response.status_code)
         if response.status_code in (400, 401, 403):
-            error = _json_field(response, "error") or f"HTTP {response.status_code}"
-            error = error.replace(self._secret, "***")[:200]
+            error = _json_field(body, "error") or f"HTTP {response.status_code}"
+            error = redact(error, (self._secret,))[:200]
             raise AuthenticationError(
                 f"the token endpoint refused the client credentials: {error}",
                 status_code=response.status_code,
@@ -138,8 +167,8 @@ class ClientCredentials:
                 status_code=response.status_code,
             )
         try:
-            data = response.json()
-        except (ValueError, json.JSONDecodeError):
+            data = json.loads(body)
+        except ValueError:
             raise ProtocolError("the token endpoint did not answer JSON") from None
         token = data.get("access_token") if isinstance(data, dict) else None
         if not isinstance(token, str):
@@ -157,9 +186,25 @@ class ClientCredentials:
         return token, started + float(expires_in)
 
 
-def _json_field(response: requests.Response, name: str) -> str | None:
+def _read_capped(response: requests.Response) -> bytes:
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_TOKEN_RESPONSE_BYTES:
+        raise ProtocolError(
+            f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
+            status_code=response.status_code,
+        )
+    body = response.raw.read(MAX_TOKEN_RESPONSE_BYTES + 1, decode_content=True)
+    if len(body) > MAX_TOKEN_RESPONSE_BYTES:
+        raise ProtocolError(
+            f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
+            status_code=response.status_code,
+        )
+    return bytes(body)
+
+
+def _json_field(body: bytes, name: str) -> str | None:
     try:
-        data = response.json()
+        data = json.loads(body)
     except ValueError:
         return None
     value = data.get(name) if isinstance(data, dict) else None
