@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from faxws import FaxClient, FaxFile, FileType
@@ -22,10 +21,8 @@ def test_sixteen_threads_two_thousand_send_fax_calls() -> None:
             result = client.send_fax([f"+1 555 {n:04d}"], [pdf], request_id=rid)
             return rid, result.request_id, result.job_ids
 
-        started = time.monotonic()
         with ThreadPoolExecutor(THREADS) as pool:
             outcomes = list(pool.map(call, range(CALLS)))
-        elapsed = time.monotonic() - started
 
         assert len(outcomes) == CALLS  # zero errors: any would have raised
         assert all(rid == result_rid for rid, result_rid, _ in outcomes)
@@ -38,4 +35,3 @@ def test_sixteen_threads_two_thousand_send_fax_calls() -> None:
             assert job.recipients[0].recip_fax_number == f"+1 555 {rid[-4:]}"
         assert len({j for _, _, ids in outcomes for j in ids}) == CALLS
         assert sim.connections <= THREADS + 4  # connections are reused
-        assert elapsed < 60

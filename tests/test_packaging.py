@@ -29,6 +29,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             str(out),
             str(ROOT),
         ],
+        timeout=600,
         check=True,
     )
     (found,) = out.glob("faxws-*.whl")
@@ -64,6 +65,7 @@ def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Pat
             str(target),
             str(wheel),
         ],
+        timeout=600,
         check=True,
     )
     elsewhere = tmp_path / "elsewhere"
@@ -86,6 +88,7 @@ def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Pat
         cwd=elsewhere,
         capture_output=True,
         text=True,
+        timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ SMALL = ROOT / "tests" / "golden" / "report_pin.xml"
 def modules_after(code: str) -> set[str]:
     script = f"import sys\n{code}\nprint(__import__('json').dumps(sorted(sys.modules)))"
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 

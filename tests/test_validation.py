@@ -425,6 +425,7 @@ def test_an_optional_element_added_to_the_wsdl_flows_through(
         check=True,
         env=env,
         cwd=tmp_path,
+        timeout=300,
     )
     code = out.read_text()
     assert "recip_voice_number: str | None = None" in code
