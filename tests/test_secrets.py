@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,94 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
     assert "***" in everything  # the echoing service's copy of the PIN was masked
     for marker in (*MARKERS, *issued_tokens):
         assert marker not in everything
+
+
+# A PIN with every character that escaping or encoding changes.
+ODD_PIN = "PINMARK&<>\"'%+ /é\\"
+ODD_TOKEN = "TOKMARK%2B&amp;"
+ODD_SECRET = "SECMARK&<'é %"
+
+
+def forms(secret: str) -> dict[str, str]:
+    """How a server or a formatter may echo a secret back."""
+    from urllib.parse import quote, quote_plus
+    from xml.sax.saxutils import escape, quoteattr
+
+    return {
+        "raw": secret,
+        "xml": escape(secret),
+        "xml attribute": quoteattr(secret)[1:-1],
+        "xml numeric": "".join(f"&#{ord(c)};" if c in "&<>\"'" else c for c in secret),
+        "url": quote(secret, safe=""),
+        "url plus": quote_plus(secret),
+        "url lower hex": re.sub(
+            "%[0-9A-F]{2}", lambda m: m.group().lower(), quote(secret, safe="")
+        ),
+        "json": __import__("json").dumps(secret)[1:-1],
+        "repr": repr(secret)[1:-1],
+    }
+
+
+@pytest.mark.parametrize("form", sorted(forms(ODD_PIN)))
+@pytest.mark.parametrize("where", ["fault", "html", "ws-error", "status line"])
+def test_an_echoed_pin_is_masked_in_every_form(
+    capture_server: type[CaptureServer], form: str, where: str
+) -> None:
+    echoed = forms(ODD_PIN)[form]
+    text = escape(echoed) if where != "html" else echoed
+
+    def answer(raw: bytes) -> bytes:
+        if where == "fault":
+            return http_reply(fault_response("c", text), "500 Internal Server Error")
+        if where == "ws-error":
+            from conftest import report_response
+
+            return http_reply(report_response(ok=False, code=-1, text=text))
+        if where == "status line":
+            return f"HTTP/1.1 {echoed}\r\n\r\n".encode()
+        return http_reply(f"<html>{text}</html>".encode(), "502 Bad Gateway")
+
+    server = capture_server(answer)
+    client = FaxClient(server.url, user_id=USER, pin=ODD_PIN, retries=0)
+    with pytest.raises(FaxWSError) as info:
+        client.get_fax_broadcast_report("J1")
+    error = info.value
+    attributes = ("body_excerpt", "fault_string", "error_string")
+    shown = " ".join(
+        [str(error), repr(error), error.message]
+        + [str(getattr(error, name, "") or "") for name in attributes]
+    )
+    for value in forms(ODD_PIN).values():
+        assert value not in shown, (form, value)
+
+
+@pytest.mark.parametrize("form", sorted(forms(ODD_SECRET)))
+def test_an_echoed_client_secret_is_masked_in_every_form(
+    capture_server: type[CaptureServer], form: str
+) -> None:
+    import json
+
+    echoed = forms(ODD_SECRET)[form]
+    body = json.dumps({"error": f"invalid_client {echoed}"}).encode()
+    server = capture_server(lambda raw: http_reply(body, "401 Unauthorized"))
+    provider = ClientCredentials(f"{server.url}/token", "cid", ODD_SECRET)
+    with pytest.raises(FaxWSError) as info:
+        provider()
+    for value in forms(ODD_SECRET).values():
+        assert value not in str(info.value)
+    assert ODD_SECRET not in repr(provider)
+
+
+@pytest.mark.parametrize("form", sorted(forms(ODD_TOKEN)))
+def test_an_echoed_token_is_masked_in_every_form(
+    capture_server: type[CaptureServer], form: str
+) -> None:
+    echoed = forms(ODD_TOKEN)[form]
+    server = capture_server(
+        lambda raw: http_reply(fault_response("c", escape(echoed)), "500 Internal Server Error")
+    )
+    client = FaxClient(server.url, user_id=USER, token=ODD_TOKEN, retries=0)
+    with pytest.raises(FaxWSError) as info:
+        client.get_fax_broadcast_report("J1")
+    for value in forms(ODD_TOKEN).values():
+        assert value not in str(info.value)
