@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: test lint build bindings check-bindings demo bench bench-smoke clean
+.PHONY: test test-repeat lint build bindings check-bindings demo bench bench-smoke clean
 
 $(VENV)/.test-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,17 @@ $(VENV)/.dev-installed: pyproject.toml
 
 test: $(VENV)/.test-installed check-bindings
 	$(PY) -m pytest
+
+# The suite N times in a row (`make test-repeat N=5`), stopping at the first failing run: a
+# test that fails now and then shows here before it shows in CI.
+N ?= 5
+test-repeat: $(VENV)/.test-installed check-bindings
+	@case "$(N)" in ''|*[!0-9]*|0*) echo "N must be a positive whole number, not '$(N)'" >&2; exit 2;; esac; \
+	i=1; while [ $$i -le $(N) ]; do \
+		echo "== run $$i of $(N)"; \
+		$(PY) -m pytest || { echo "run $$i of $(N) failed" >&2; exit 1; }; \
+		i=$$((i + 1)); \
+	done
 
 # Regenerate src/faxws/bindings.py from wsdl/ (zeep parses the WSDL; ruff formats the output).
 bindings: $(VENV)/.test-installed
