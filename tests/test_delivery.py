@@ -9,6 +9,8 @@ client tried again.
 from __future__ import annotations
 
 import logging
+import select
+import socket
 import ssl
 from collections.abc import Callable, Iterator
 
@@ -280,8 +282,6 @@ def test_wrong_host_name_in_certificate_is_not_delivered(
 def test_connection_refused_is_retried_and_names_its_cause(
     caplog: pytest.LogCaptureFixture, ca_file: str
 ) -> None:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
@@ -328,3 +328,99 @@ def test_reports_are_retried_after_a_failure_past_the_first_byte(
     result = client_for(server, ca_file).get_fax_broadcast_report("J1", request_id="rid-r")
     assert result.request_id == "rid-r"
     assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-r", "rid-r"]
+
+
+# -- through a proxy: its CONNECT is not the request -----------------------------------------
+
+
+def relay(a: socket.socket, b: socket.socket) -> None:
+    """Copy bytes both ways until either side closes."""
+    while True:
+        ready, _, _ = select.select([a, b], [], [], 30)
+        if not ready:
+            return
+        for src in ready:
+            data = src.recv(65536)
+            if not data:
+                return
+            (b if src is a else a).sendall(data)
+
+
+def connect_proxy(allow: bool) -> Callable[[Conn], None]:
+    def script(conn: Conn) -> None:
+        head = conn.read_head()
+        assert head is not None
+        assert head.startswith(b"CONNECT 127.0.0.1:")
+        if not allow:
+            conn.send(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            return
+        port = int(head.split(b" ")[1].rpartition(b":")[2])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as upstream:
+            conn.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            relay(conn.sock, upstream)
+
+    return script
+
+
+def answer_once(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(ANSWER)
+
+
+def test_a_proxy_refusing_connect_is_not_delivered_and_retried(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+) -> None:
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(connect_proxy(allow=False))
+    client = FaxClient(
+        target.url("127.0.0.1"),
+        user_id=USER,
+        pin="4321",
+        retries=RETRIES,
+        retry_backoff=0,
+        verify=ca_file,
+        proxies={"https": proxy.url()},
+    )
+    with pytest.raises(ConnectError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    assert proxy.connections == RETRIES + 1
+    assert target.connections == 0
+
+
+def test_a_tunnel_through_a_proxy_is_recorded_from_the_request_on(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+) -> None:
+    target = serve(reset_after_request, tls=server_tls)
+    proxy = serve(connect_proxy(allow=True))
+    client = FaxClient(
+        target.url("127.0.0.1"),
+        user_id=USER,
+        pin="4321",
+        retries=RETRIES,
+        retry_backoff=0,
+        verify=ca_file,
+        proxies={"https": proxy.url()},
+    )
+    with pytest.raises(FaxWSError) as info:
+        send(client)
+    assert info.value.maybe_delivered is True
+    assert len(target.received) == 1
+    assert proxy.connections == 1
+
+
+def test_a_tunnel_through_a_proxy_carries_the_call(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+) -> None:
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(connect_proxy(allow=True))
+    client = FaxClient(
+        target.url("127.0.0.1"),
+        user_id=USER,
+        pin="4321",
+        verify=ca_file,
+        proxies={"https": proxy.url()},
+    )
+    assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
+    assert len(target.requests) == 1
