@@ -81,9 +81,12 @@ class Conn:
         head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
         return head
 
-    def read_request(self, *, pause: threading.Event | None = None) -> Received | None:
+    def read_request(
+        self, *, pause: threading.Event | None = None, keep: bool = True
+    ) -> Received | None:
         """Read one request; with ``pause``, read the head and wait for the event before
-        reading the body (so that the client is still sending when the test acts)."""
+        reading the body (so that the client is still sending when the test acts); with
+        ``keep=False``, count the body's bytes without keeping them."""
         head = self.read_head()
         if head is None:
             return None
@@ -95,6 +98,17 @@ class Conn:
             key, _, value = line.partition(b":")
             if key.strip().lower() == b"content-length":
                 length = int(value.strip())
+        if not keep:
+            got = len(self._buffer)
+            while got < length:
+                data = self._recv()
+                if not data:
+                    break
+                got += len(data)
+            self._buffer = b""
+            received = Received(head, b"", complete=got >= length)
+            self.server.received.append(received)
+            return received
         body = self._buffer
         while len(body) < length:
             data = self._recv()

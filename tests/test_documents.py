@@ -301,3 +301,29 @@ def test_one_file_object_twice_in_one_request(serve: Callable[..., ScriptedServe
     server = serve(answering)
     client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101), FaxFile(stream, 101)])
     assert server.requests[0].documents() == [stream.getvalue()] * 2
+
+
+def discarding(conn: Conn) -> None:
+    if conn.read_request(keep=False) is not None:
+        conn.send(ANSWER)
+
+
+def test_a_large_document_costs_memory_of_a_few_chunks_not_of_its_size(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    import tracemalloc
+
+    size = 48 << 20
+    path = tmp_path / "big.pdf"
+    with path.open("wb") as fh:
+        fh.truncate(size)  # sparse: no memory or disk to make it
+    server = serve(discarding)
+    fax = client(server)
+    tracemalloc.start()
+    try:
+        fax.send_fax(["+1 555 0100"], [FaxFile.from_path(path)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(server.requests) == 1
+    assert peak < size // 8, f"peak {peak / size:.2f}x the document"
