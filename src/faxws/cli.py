@@ -1,8 +1,10 @@
 """The ``faxws`` command line: send, report, serve, validate.
 
 Exit codes: 0 success, 1 service error or fault, 2 bad usage or bad input,
-3 authentication, 4 transport. Errors go to stderr in one line, with the request id.
-Secrets (PIN, token, client secret) are never printed, also not with ``--verbose``.
+3 authentication, 4 transport, 130 interrupted (Ctrl-C). Errors go to stderr in one line, with
+the request id; with ``--json`` every outcome, usage errors included, is also one JSON object on
+stdout. Secrets (PIN, token, client secret) are never printed, also not with ``--verbose`` and
+not in usage errors.
 
 Only the standard library is imported at start, so ``faxws --help`` stays fast; each command
 imports what it needs.
@@ -13,13 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TextIO
 
 if TYPE_CHECKING:
+    from contextlib import ExitStack
+
     from faxws.client import FaxClient
 
 EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 ENV = {
     "base_url": "FAXWS_BASE_URL",
@@ -32,14 +37,45 @@ ENV = {
     "scope": "FAXWS_SCOPE",
 }
 _CREDENTIAL_KEYS = ("token", "pin", "token_url", "client_id", "client_secret")
+SECRET_FLAGS = ("--token", "--pin", "--client-secret")
+SECRET_VARIABLES = (ENV["token"], ENV["pin"], ENV["client_secret"])
+
+#: Library argument names as the command's flags, for messages: the user typed the flags.
+FLAGS = {
+    "base_url": "--base-url",
+    "user_id": "--user-id",
+    "token": "--token",
+    "pin": "--pin",
+    "token_url": "--token-url",
+    "client_id": "--client-id",
+    "client_secret": "--client-secret",
+    "scope": "--scope",
+    "timeout": "--timeout",
+    "allow_insecure_http": "--insecure-http",
+    "request_id": "--request-id",
+    "fax_number": "--to",
+    "name": "--name",
+    "company": "--company",
+    "file_type": "--file-type",
+    "data": "FILE",
+    "path": "FILE",
+    "job_id": "JOB_ID",
+    "recipient_type": "--recipient-type",
+    "recip_address": "--address",
+}
+
+#: Standard input up to this size stays in memory; a larger document is spooled to disk.
+STDIN_IN_MEMORY = 4 * 1024 * 1024
+STDIN_NAME = "<stdin>"
 
 EXIT_CODES_HELP = """\
 exit codes:
-  0  success
-  1  service error or SOAP fault (the service answered and refused)
-  2  bad usage or bad input (nothing was sent)
-  3  authentication failed
-  4  transport failure (connection, time-out)
+  0    success
+  1    service error or SOAP fault (the service answered and refused)
+  2    bad usage or bad input (nothing was sent)
+  3    authentication failed
+  4    transport failure (connection, time-out)
+  130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
 """
 
 SEND_EXAMPLE = """\
@@ -47,6 +83,7 @@ example:
   export FAXWS_BASE_URL=https://fax.example.com FAXWS_USER_ID=mbx1234567890
   export FAXWS_TOKEN=...            # or FAXWS_PIN=..., or the FAXWS_CLIENT_* settings
   faxws send --to "+1 555 0100" --name Bob --to "+1 555 0101" contract.pdf
+  scan-to-pdf | faxws send --to "+1 555 0100" - --file-type pdf
 """
 
 REPORT_EXAMPLE = """\
@@ -67,8 +104,49 @@ class _UsageError(Exception):
     """Bad usage found after argparse (conflicting credentials, missing settings)."""
 
 
-def _client_options() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
+class _ParseError(Exception):
+    """argparse refused the arguments. Raised instead of printed, so that the message can lose
+    the values it quotes and be answered in JSON."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(self, message)
+
+
+PORT_PROBLEM = "must be a port number from 0 to 65535"
+SECONDS_PROBLEM = "must be a finite number of seconds > 0"
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(PORT_PROBLEM) from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(PORT_PROBLEM)
+    return value
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(SECONDS_PROBLEM) from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(SECONDS_PROBLEM)
+    return value
+
+
+def _client_options() -> _Parser:
+    p = _Parser(add_help=False, allow_abbrev=False)
     g = p.add_argument_group(
         "connection and credentials (flags win over the FAXWS_* environment variables)"
     )
@@ -82,7 +160,7 @@ def _client_options() -> argparse.ArgumentParser:
     g.add_argument(
         "--scope", help="OAuth 2.0 scope [FAXWS_SCOPE] (default: 'FaxWS offline_access')"
     )
-    g.add_argument("--timeout", type=float, default=None, help="seconds (default 60)")
+    g.add_argument("--timeout", type=_seconds, default=None, help="seconds (default 60)")
     g.add_argument(
         "--insecure-http",
         action="store_true",
@@ -100,11 +178,13 @@ def _client_options() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from faxws._version import __version__
 
-    parser = argparse.ArgumentParser(
+    # allow_abbrev=False: "--pi X" must not be taken for "--pin X", nor the other way round.
+    parser = _Parser(
         prog="faxws",
         description="Client, validator and local simulator for the FaxWS v5 SOAP fax service.",
         epilog=EXIT_CODES_HELP + "\n" + SEND_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"faxws {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -118,8 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Send one or more files to one or more fax numbers.",
         epilog=SEND_EXAMPLE + "\n" + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
-    send.add_argument("files", nargs="+", metavar="FILE", help="documents to send")
+    send.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="documents to send; - reads one from standard input (needs --file-type)",
+    )
     send.add_argument(
         "--to",
         action="append",
@@ -156,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Ask for the broadcast report of a job, optionally for one recipient.",
         epilog=REPORT_EXAMPLE + "\n" + EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     report.add_argument("job_id", metavar="JOB_ID")
     report.add_argument(
@@ -175,11 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a local stand-in for the FaxWS service on 127.0.0.1.",
         epilog=SERVE_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
+    serve.add_argument("--port", type=_port, default=8080, help="port (0: any free port)")
     serve.add_argument("--user-id", help="accept this user instead of the demo account")
-    serve.add_argument("--pin", help="that user's PIN [FAXWS_PIN]")
+    serve.add_argument("--pin", help="that user's PIN [FAXWS_PIN, only with --user-id]")
     serve.add_argument(
         "--token",
         action="append",
@@ -187,10 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a bearer token to accept for that user (repeatable)",
     )
     serve.add_argument("--client-id", help="OAuth client id for that user's token endpoint")
-    serve.add_argument("--client-secret", help="OAuth client secret [FAXWS_CLIENT_SECRET]")
+    serve.add_argument(
+        "--client-secret",
+        help="OAuth client secret [FAXWS_CLIENT_SECRET, only with --user-id]",
+    )
     serve.add_argument(
         "--token-lifetime",
-        type=float,
+        type=_seconds,
         default=3600.0,
         help="seconds an issued token stays valid (default 3600)",
     )
@@ -204,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  faxws validate request.xml response.xml\n  cat req.xml | faxws "
         "validate -\n\nexit codes: 0 all valid, 1 any invalid, 2 a file cannot be read\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="documents; - for stdin")
     validate.add_argument("--json", action="store_true", help="print JSON for machines")
@@ -212,15 +304,317 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = args.run
+    words = list(sys.argv[1:] if argv is None else argv)
+    out = _Outcome(words)
     try:
-        return run(args)
-    except _UsageError as exc:
-        parser.exit(EXIT_USAGE, f"faxws {args.command}: error: {exc}\n")
+        return _main(words, out)
     except KeyboardInterrupt:
-        return 130
+        return out.interrupted()
+
+
+def _main(words: list[str], out: _Outcome) -> int:
+    parser = build_parser()
+    out.ignore_vocabulary(parser)
+    try:
+        args = parser.parse_args(words)
+    except _ParseError as exc:
+        return out.usage(_safe_message(exc, parser, words, out.secrets), exc.parser)
+    out.prog = f"faxws {args.command}"
+    out.as_json = bool(args.json)
+    run: Callable[[argparse.Namespace, _Outcome], int] = args.run
+    try:
+        return run(args, out)
+    except _UsageError as exc:
+        return out.usage(str(exc))
+    except Exception as exc:
+        from faxws.errors import FaxWSError
+
+        if isinstance(exc, FaxWSError):
+            return out.error(exc)
+        return out.internal(exc, verbose=bool(getattr(args, "verbose", False)))
+
+
+# -- outcomes -------------------------------------------------------------------------------
+
+
+class _Outcome:
+    """How a run ended, said once: a failure is one line on stderr and, with --json, one
+    JSON object on stdout (``{"error": {...}}``, the same keys for every kind)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self.prog = "faxws"
+        # Decided before parsing, so that a usage error can be answered in JSON too.
+        self.as_json = any(w == "--json" or w.startswith("--json=") for w in words)
+        self.secrets = _secrets_in(words)
+        self.request_id: str | None = None
+        self.faxing = False  # the command sends a fax
+        self.sending = False  # from just before the first byte may leave
+
+    def ignore_vocabulary(self, parser: argparse.ArgumentParser) -> None:
+        """A word the parser knows (``send``, ``--to``) that follows a secret flag was not its
+        value (argparse would not take it as one); masking it would garble every message."""
+        vocabulary = {o for a in _all_actions(parser) for o in a.option_strings}
+        for action in _all_actions(parser):
+            if isinstance(action, argparse._SubParsersAction):
+                vocabulary.update(action.choices)
+        self.secrets -= vocabulary
+
+    def mask(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        from faxws._redact import redact
+
+        return redact(text, self.secrets)
+
+    def fail(self, code: int, line: str, error: dict[str, Any]) -> int:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        if self.as_json:
+            _print_json(sys.stdout, {"error": error})
+        return code
+
+    def usage(self, message: str, parser: argparse.ArgumentParser | None = None) -> int:
+        """``message`` holds the program's own words only (see _safe_message): masking it
+        with a one-character PIN would garble it for nothing."""
+        head = ""
+        prog = self.prog
+        if parser is not None:
+            head, prog = parser.format_usage(), parser.prog
+        return self.fail(
+            EXIT_USAGE, f"{head}{prog}: error: {message}", _error("UsageError", message)
+        )
+
+    def error(self, exc: Any) -> int:
+        from faxws.errors import AuthenticationError, BadInputError, TransportError
+
+        code = (
+            EXIT_USAGE
+            if isinstance(exc, BadInputError)
+            else EXIT_AUTH
+            if isinstance(exc, AuthenticationError)
+            else EXIT_TRANSPORT
+            if isinstance(exc, TransportError)
+            else EXIT_SERVICE
+        )
+        error = _error_json(exc)
+        if isinstance(exc, BadInputError):
+            error["field"] = _flag_of_field(exc.field)
+            error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
+        message = error["message"] = self.mask(error["message"])
+        full = str(exc)
+        # str() adds the status and request id after the message: kept, never masked.
+        tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
+        line = f"{self.prog}: {type(exc).__name__}: {_one_line(message)}{tail}"
+        return self.fail(code, line, error)
+
+    def interrupted(self) -> int:
+        import signal
+
+        if self.sending and self.faxing:
+            message = (
+                "interrupted: the fax may have been delivered; do not send it again before checking"
+            )
+        elif self.sending:
+            message = "interrupted: the request may have reached the service"
+        else:
+            message = "interrupted: nothing was sent"
+        tail = f" (request id {self.request_id})" if self.request_id else ""
+        # A second Ctrl-C must not cut this message short.
+        try:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: signals go elsewhere
+            previous = None
+        try:
+            return self.fail(
+                EXIT_INTERRUPTED,
+                f"{self.prog}: {message}{tail}",
+                _error(
+                    "Interrupted",
+                    message,
+                    request_id=self.request_id,
+                    maybe_delivered=self.sending,
+                ),
+            )
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def internal(self, exc: Exception, *, verbose: bool) -> int:
+        """A failure no other kind covers: still one line, one JSON object, no secret."""
+        if verbose:
+            import traceback
+
+            sys.stderr.write(self.mask("".join(traceback.format_exception(exc))))
+        message = self.mask(str(exc)) or type(exc).__name__
+        tail = f" (request id {self.request_id})" if self.request_id else ""
+        kind = type(exc).__name__
+        return self.fail(
+            EXIT_SERVICE,
+            f"{self.prog}: {kind}: {_one_line(message)}{tail}",
+            _error(kind, message, request_id=self.request_id, maybe_delivered=self.sending),
+        )
+
+
+def _secrets_in(words: Sequence[str]) -> set[str]:
+    """The values of the secret variables and of every secret flag, wherever it stands."""
+    found = {os.environ.get(name, "") for name in SECRET_VARIABLES}
+    for i, word in enumerate(words):
+        for flag in SECRET_FLAGS:
+            if word == flag and i + 1 < len(words):
+                found.add(words[i + 1])
+            elif word.startswith(flag + "="):
+                found.add(word[len(flag) + 1 :])
+    return {s for s in found if s}
+
+
+def _error(
+    kind: str, message: str, *, request_id: str | None = None, maybe_delivered: bool = False
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "message": message,
+        "request_id": request_id,
+        "status_code": None,
+        "maybe_delivered": maybe_delivered,
+    }
+
+
+def _error_json(exc: Any) -> dict[str, Any]:
+    data = {
+        "type": type(exc).__name__,
+        "message": exc.message,
+        "request_id": exc.request_id,
+        "status_code": exc.status_code,
+        "maybe_delivered": exc.maybe_delivered,
+    }
+    for extra in ("code", "field", "fault_code"):
+        if hasattr(exc, extra):
+            data[extra] = getattr(exc, extra)
+    return data
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
+def _print_json(stream: TextIO, data: dict[str, Any]) -> None:
+    import json
+
+    data.pop("_text", None)
+    stream.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    stream.flush()
+
+
+def _flag_of(name: str) -> str:
+    import re
+
+    item = re.fullmatch(r"(recipients|files)\[(\d+)\](?:\.(\w+))?", name)
+    if item is None:
+        return FLAGS.get(name, name)
+    kind, index, attr = item.groups()
+    if kind == "files":
+        return f"FILE {int(index) + 1}"
+    return f"{FLAGS.get(attr or 'fax_number', attr)} (recipient {int(index) + 1})"
+
+
+def _flag_of_field(field: str) -> str:
+    """A BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token/pin``) as
+    the flags the user typed (``--base-url``, ``--to (recipient 2)``, ``--token/--pin``)."""
+    return "/".join(_flag_of(part) for part in field.split("/"))
+
+
+def _flagged_text(text: str) -> str:
+    """``text`` with the library's argument names (``allow_insecure_http=True``) as flags.
+    Only snake_case words: "token" or "name" in a sentence are English, not arguments."""
+    import re
+
+    def flag(match: re.Match[str]) -> str:
+        return FLAGS.get(match.group(1), match.group(0))
+
+    return re.sub(r"\b([a-z]+(?:_[a-z]+)+)(?:=True)?(?![\w=])", flag, text)
+
+
+# -- argparse messages without values -------------------------------------------------------
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    out: list[argparse.Action] = []
+    for action in parser._actions:
+        out.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _all_actions(sub)
+    return out
+
+
+def _action_name(action: argparse.Action) -> str | None:
+    """The name argparse's messages give an argument."""
+    if action.option_strings:
+        return "/".join(action.option_strings)
+    if isinstance(action.metavar, str) and action.metavar != argparse.SUPPRESS:
+        return action.metavar
+    return action.dest if action.dest != argparse.SUPPRESS else None
+
+
+def _safe_message(
+    error: _ParseError,
+    root: argparse.ArgumentParser,
+    words: Sequence[str],
+    secrets: Collection[str],
+) -> str:
+    """argparse's message with every value it quotes taken out.
+
+    Any value may be a secret: a token typed before the command becomes an "invalid choice",
+    a PIN after a misspelled flag an "unrecognized argument", and masking the known secrets
+    cannot know a misplaced one. So only the program's own words are kept: argument names,
+    choices, the problem; a message of a form not known here becomes a generic one.
+    """
+    import re
+
+    message = error.message
+    names = {_action_name(a): a for a in _all_actions(root)}
+    names.update({_action_name(a): a for a in error.parser._actions})
+    for name, action in names.items():
+        prefix = f"argument {name}: "
+        if name is None or not message.startswith(prefix):
+            continue
+        problem = message[len(prefix) :]
+        if problem in (PORT_PROBLEM, SECONDS_PROBLEM) or re.fullmatch(
+            r"expected (one|at most one|at least one|\d+) arguments?", problem
+        ):
+            return message
+        if problem.startswith("invalid choice: ") and action.choices is not None:
+            choices = ", ".join(str(c) for c in action.choices)
+            hint = ""
+            if isinstance(action, argparse._SubParsersAction) and words[0].startswith("-"):
+                hint = "; options go after the command"
+            return f"{prefix}invalid choice (choose from {choices}){hint}"
+        kind = re.match(r"invalid (\w+) value: ", problem)
+        if kind is not None:
+            return f"{prefix}invalid {kind.group(1)} value"
+        if problem.startswith("ignored explicit argument "):
+            return f"{prefix}takes no value"
+        return f"{prefix}invalid value"
+    if message.startswith(("the following arguments are required: ", "one of the arguments ")):
+        return message  # names only
+    if message.startswith("unrecognized arguments: "):
+        # Misspelled flags are shown (--pn), values never: a PIN after a misspelled --pin
+        # lands here. argparse joined the words with spaces; a value with spaces stays hidden.
+        shown: list[str] = []
+        hidden = False
+        for word in message[len("unrecognized arguments: ") :].split(" "):
+            option = word.split("=", 1)[0]
+            if re.fullmatch(r"--?[a-z][a-z0-9-]{0,40}", option) and option not in secrets:
+                if option not in shown:
+                    shown.append(option)
+                hidden = hidden or option != word
+            else:
+                hidden = True
+        text = f": {', '.join(shown)}" if shown else ""
+        return f"unrecognized arguments{text}{' (values are not shown)' if hidden else ''}"
+    if message.startswith("ambiguous option: ") and " could match " in message:
+        return "ambiguous option: it could match " + message.rpartition(" could match ")[2]
+    return "invalid arguments (see --help)"
 
 
 # -- send / report --------------------------------------------------------------------------
@@ -282,13 +676,11 @@ def _make_client(args: argparse.Namespace) -> FaxClient:
     )
 
 
-def _with_errors(args: argparse.Namespace, action: Callable[[], dict[str, Any]]) -> int:
-    from faxws.errors import (
-        AuthenticationError,
-        BadInputError,
-        FaxWSError,
-        TransportError,
-    )
+def _call(
+    args: argparse.Namespace, out: _Outcome, action: Callable[[ExitStack], dict[str, Any]]
+) -> int:
+    """Run a client call; errors are raised on to main(), which reports them."""
+    from contextlib import ExitStack
 
     if args.verbose:
         import logging
@@ -298,68 +690,94 @@ def _with_errors(args: argparse.Namespace, action: Callable[[], dict[str, Any]])
         logger = logging.getLogger("faxws")
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)
-    try:
-        out = action()
-    except FaxWSError as exc:
-        code = (
-            EXIT_USAGE
-            if isinstance(exc, BadInputError)
-            else EXIT_AUTH
-            if isinstance(exc, AuthenticationError)
-            else EXIT_TRANSPORT
-            if isinstance(exc, TransportError)
-            else EXIT_SERVICE
-        )
-        print(f"faxws {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        if args.json:
-            _print_json(sys.stdout, {"error": _error_json(exc)})
-        return code
+    # Chosen here, not by the client, so that an interrupted call can still name it.
+    out.request_id = args.request_id if args.request_id is not None else _new_request_id()
+    with ExitStack() as stack:
+        result = action(stack)
     if args.json:
-        _print_json(sys.stdout, out)
+        _print_json(sys.stdout, result)
     else:
-        print(out.pop("_text"))
+        print(result.pop("_text"))
     return EXIT_OK
 
 
-def _error_json(exc: Any) -> dict[str, Any]:
-    data = {
-        "type": type(exc).__name__,
-        "message": exc.message,
-        "request_id": exc.request_id,
-        "status_code": exc.status_code,
-        "maybe_delivered": exc.maybe_delivered,
-    }
-    for extra in ("code", "field", "fault_code"):
-        if hasattr(exc, extra):
-            data[extra] = getattr(exc, extra)
-    return data
+def _new_request_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
 
 
-def _print_json(stream: TextIO, data: dict[str, Any]) -> None:
-    import json
+def spool_stdin(source: BinaryIO) -> BinaryIO:
+    """``source`` (standard input: usually a pipe, which can be read once and not sought)
+    copied into a seekable file, so that the document is streamed while sending like a file on
+    disk: up to ``STDIN_IN_MEMORY`` bytes stay in memory, a larger document goes to an
+    anonymous temporary file. The caller closes the result."""
+    import io
+    import shutil
+    import tempfile
 
-    data.pop("_text", None)
-    stream.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    head = source.read(STDIN_IN_MEMORY + 1)
+    while head and len(head) <= STDIN_IN_MEMORY:  # a raw stream may return less than asked
+        more = source.read(STDIN_IN_MEMORY + 1 - len(head))
+        if not more:
+            break
+        head += more
+    if len(head) <= STDIN_IN_MEMORY:
+        return io.BytesIO(head)
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; the caller closes it)
+    try:
+        spool.write(head)
+        del head
+        shutil.copyfileobj(source, spool, 1 << 20)
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
 
 
-def _cmd_send(args: argparse.Namespace) -> int:
-    def action() -> dict[str, Any]:
+def _cmd_send(args: argparse.Namespace, out: _Outcome) -> int:
+    out.faxing = True
+
+    def action(stack: ExitStack) -> dict[str, Any]:
+        from faxws.errors import BadInputError
         from faxws.models import FaxFile, Recipient, file_type_from_name
 
         if len(args.name) > len(args.to) or len(args.company) > len(args.to):
             raise _UsageError("more --name or --company than --to")
+        if args.files.count("-") > 1:
+            raise _UsageError("standard input (-) can be given only once")
+        if "-" in args.files and args.file_type is None:
+            raise _UsageError("reading a document from standard input (-) needs --file-type")
         file_type = None if args.file_type is None else file_type_from_name(args.file_type)
-        recipients = [
-            Recipient(
-                number,
-                name=args.name[i] if i < len(args.name) else "",
-                company=args.company[i] if i < len(args.company) else "",
-            )
-            for i, number in enumerate(args.to)
-        ]
-        files = [FaxFile.from_path(path, file_type) for path in args.files]
-        with _make_client(args) as client:
-            result = client.send_fax(recipients, files, request_id=args.request_id)
+        recipients = []
+        for i, number in enumerate(args.to):
+            try:
+                recipients.append(
+                    Recipient(
+                        number,
+                        name=args.name[i] if i < len(args.name) else "",
+                        company=args.company[i] if i < len(args.company) else "",
+                    )
+                )
+            except BadInputError as exc:
+                raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
+        paths = [FaxFile.from_path(p, file_type) if p != "-" else None for p in args.files]
+        client = stack.enter_context(_make_client(args))
+        files = []
+        for path in paths:
+            if path is None:  # standard input, read last: a usage error must not wait for it
+                if sys.stdin is None:
+                    raise _UsageError("there is no standard input to read the document from")
+                spooled = stack.enter_context(spool_stdin(sys.stdin.buffer))
+                if spooled.seek(0, os.SEEK_END) == 0:
+                    raise _UsageError("FILE -: standard input is empty")
+                spooled.seek(0)
+                assert file_type is not None
+                path = FaxFile(spooled, file_type)
+            files.append(path)
+        out.sending = True
+        result = client.send_fax(recipients, files, request_id=out.request_id)
         width = max(len(r.fax_number) for r in recipients)
         lines = [f"Sent {len(files)} file(s) to {len(recipients)} recipient(s)."]
         for r, job in zip(recipients, result.job_ids, strict=False):
@@ -369,10 +787,14 @@ def _cmd_send(args: argparse.Namespace) -> int:
             f"Request id:  {result.request_id}",
             f"Activity id: {result.activity_id or '-'}",
         ]
+        names = [STDIN_NAME if p == "-" else f.name for p, f in zip(args.files, files, strict=True)]
         return {
             "job_ids": list(result.job_ids),
             "recipients": [r.fax_number for r in recipients],
-            "files": [{"name": f.name, "size": f.size, "file_type": f.file_type} for f in files],
+            "files": [
+                {"name": n, "size": f.size, "file_type": f.file_type}
+                for n, f in zip(names, files, strict=True)
+            ],
             "ttfp": result.ttfp,
             "request_id": result.request_id,
             "activity_id": result.activity_id,
@@ -380,15 +802,16 @@ def _cmd_send(args: argparse.Namespace) -> int:
             "_text": "\n".join(lines),
         }
 
-    return _with_errors(args, action)
+    return _call(args, out, action)
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
-    def action() -> dict[str, Any]:
-        with _make_client(args) as client:
-            result = client.get_fax_broadcast_report(
-                args.job_id, args.recipient_type, args.address, request_id=args.request_id
-            )
+def _cmd_report(args: argparse.Namespace, out: _Outcome) -> int:
+    def action(stack: ExitStack) -> dict[str, Any]:
+        client = stack.enter_context(_make_client(args))
+        out.sending = True
+        result = client.get_fax_broadcast_report(
+            args.job_id, args.recipient_type, args.address, request_id=out.request_id
+        )
         target = (
             f" for {result.recip_address} (type {result.recipient_type})"
             if result.recip_address
@@ -412,22 +835,27 @@ def _cmd_report(args: argparse.Namespace) -> int:
             "_text": text,
         }
 
-    return _with_errors(args, action)
+    return _call(args, out, action)
 
 
 # -- serve ----------------------------------------------------------------------------------
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
     import signal
     import threading
 
     from faxws.testing import DEMO_ACCOUNT, Account, FaxWSSimulator
 
-    pin = args.pin if args.pin is not None else os.environ.get("FAXWS_PIN")
-    secret = args.client_secret or os.environ.get("FAXWS_CLIENT_SECRET")
+    # The FAXWS_* variables are the client's settings, which users keep exported: they give
+    # credentials only to an account named with --user-id, never a reason to refuse to start.
+    use_env = args.user_id is not None
+    pin = args.pin if args.pin is not None or not use_env else os.environ.get(ENV["pin"])
+    secret = args.client_secret
+    if secret is None and use_env:
+        secret = os.environ.get(ENV["client_secret"])
     if args.user_id is None:
-        if pin or args.token or args.client_id or secret:
+        if args.pin is not None or args.token or args.client_id or args.client_secret:
             raise _UsageError("--pin, --token and --client-* need --user-id")
         account, demo = DEMO_ACCOUNT, True
     else:
@@ -438,7 +866,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             pin=pin or None,
             tokens=tuple(args.token),
             client_id=args.client_id,
-            client_secret=secret,
+            client_secret=secret if args.client_id else None,
         )
         demo = False
     try:
@@ -446,11 +874,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             [account], host=args.host, port=args.port, token_lifetime=args.token_lifetime
         ).start()
     except OSError as exc:
-        print(
-            f"faxws serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        reason = exc.strerror or type(exc).__name__
+        message = out.mask(f"cannot listen on {args.host}:{args.port}: {reason}")
+        return out.fail(EXIT_USAGE, f"{out.prog}: {message}", _error("OSError", message))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -503,7 +929,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 # -- validate -------------------------------------------------------------------------------
 
 
-def _cmd_validate(args: argparse.Namespace) -> int:
+def _cmd_validate(args: argparse.Namespace, out: _Outcome) -> int:
     from faxws.validation import validate_documents
 
     return validate_documents(args.files, as_json=args.json, out=sys.stdout, err=sys.stderr)

@@ -1,0 +1,280 @@
+"""Usage errors of the `faxws` command: JSON with --json, never a secret, flags named as the
+user typed them, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faxws._redact import secret_forms
+
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
+#: A secret with characters that each escaping (XML, URL, JSON, repr) writes differently.
+MARKER = "zQ7-S3cr3t&<x>'\"%2F\\ü"
+M = MARKER
+
+
+def faxws(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "faxws", *args],
+        env={**CLEAN_ENV, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+
+
+def json_error(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    """The one JSON object on stdout, which must be an error."""
+    data = json.loads(done.stdout)
+    assert set(data) == {"error"}
+    error: dict[str, object] = data["error"]
+    assert {"type", "message", "request_id", "status_code", "maybe_delivered"} <= set(error)
+    return error
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["frobnicate"],
+        ["send"],
+        ["send", "x.pdf"],
+        ["send", "--to"],
+        ["send", "--to", "1", "x.pdf", "--bogus"],
+        ["report"],
+        ["report", "J1", "--recipient-type", "one"],
+        ["report", "J1"],  # no service URL
+        ["send", "--to", "1", "--name", "a", "--name", "b", "x.pdf"],  # more names than numbers
+        ["serve", "--port", "x"],
+        ["serve", "--pin", "1234"],  # no --user-id
+        ["validate"],
+        ["--json=yes", "send"],
+    ],
+)
+def test_json_for_every_usage_error(args: list[str]) -> None:
+    done = faxws(*args, "--json")
+    assert done.returncode == 2, done.stderr
+    error = json_error(done)
+    assert (error["type"], error["maybe_delivered"]) == ("UsageError", False)
+    assert error["message"]
+    assert str(error["message"]) in done.stderr  # the same words on stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_json_usage_errors_stay_text() -> None:
+    done = faxws("frobnicate")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("usage: faxws")
+    assert done.stderr.splitlines()[-1] == (
+        "faxws: error: argument COMMAND: invalid choice (choose from send, report, serve, validate)"
+    )
+
+
+SEND = ["send", "--to", "+1 555 0100", "x.pdf"]
+MISUSES = [
+    ["--token", M, *SEND],
+    ["--pin", M, *SEND],
+    ["--client-secret", M, "report", "J1"],
+    [f"--token={M}", *SEND],
+    [f"--pin={M}", *SEND],
+    [f"--client-secret={M}"],
+    [M],
+    [M, "send"],
+    ["sned", "--token", M],
+    [*SEND, "--pn", M],
+    [*SEND, f"--pi={M}"],
+    [*SEND, f"--tok={M}"],
+    [*SEND, "--timeout", M],
+    [*SEND, f"--timeout={M}"],
+    [*SEND, f"-v{M}"],
+    [*SEND, f"--json={M}"],
+    [*SEND, f"--verbose={M}"],
+    [*SEND, "--pin", M, "--pin"],
+    [*SEND, "--pin", M, "extra", "--wrong"],
+    ["send", "--pin", M],
+    ["report", "--token", M],
+    ["report", "J1", "--recipient-type", M],
+    ["report", "J1", "--pin", M, "--recipient-type", M],
+    ["serve", "--port", M],
+    ["serve", "--token-lifetime", M],
+    ["serve", "--base-url", M],
+    ["serve", "--client-secret", M, "--bogus", M],
+    ["serve", "--pin", M],  # no --user-id
+    ["validate", "--pin", M, "x.xml"],
+    ["validate", f"--token={M}", "x.xml"],
+]
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
+@pytest.mark.parametrize("args", MISUSES, ids=[str(i) for i in range(len(MISUSES))])
+def test_usage_errors_never_show_a_secret(args: list[str], json_flag: list[str]) -> None:
+    done = faxws(*args, *json_flag)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    shown = done.stdout + done.stderr
+    leaked = [form for form in secret_forms(MARKER) if form in shown]
+    assert leaked == [], shown
+    if json_flag:
+        json_error(done)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "J1", "--recipient-type", M],  # the value of a secret variable, misplaced
+        [M],
+        ["send", "--to", "+1 555 0100", "--file-type", M, "x.pdf"],
+        ["send", "--to", "+1 555 0100", M],  # as a file name
+    ],
+)
+@pytest.mark.parametrize("variable", ["FAXWS_PIN", "FAXWS_TOKEN", "FAXWS_CLIENT_SECRET"])
+def test_secret_variables_never_show(args: list[str], variable: str) -> None:
+    env = {
+        "FAXWS_BASE_URL": "http://127.0.0.1:9",
+        "FAXWS_USER_ID": "u",
+        "FAXWS_PIN": "PIN-77",
+        variable: MARKER,
+    }
+    done = faxws(*args, "--json", env=env)
+    assert done.returncode == 2, done.stderr
+    shown = done.stdout + done.stderr
+    assert [form for form in secret_forms(MARKER) if form in shown] == [], shown
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--port", "70000"], "--port"),
+        (["--port", "65536"], "--port"),
+        (["--port", "-1"], "--port"),
+        (["--port", "http"], "--port"),
+        (["--port", "8080.5"], "--port"),
+        (["--port", ""], "--port"),
+        (["--token-lifetime", "inf"], "--token-lifetime"),
+        (["--token-lifetime", "nan"], "--token-lifetime"),
+        (["--token-lifetime", "-1"], "--token-lifetime"),
+        (["--token-lifetime", "0"], "--token-lifetime"),
+        (["--token-lifetime", "soon"], "--token-lifetime"),
+    ],
+)
+def test_serve_refuses_bad_numbers_as_usage_errors(args: list[str], flag: str) -> None:
+    done = faxws("serve", *args)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"faxws serve: error: argument {flag}: ")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+def test_timeout_must_be_a_finite_number_of_seconds(value: str) -> None:
+    done = faxws("report", "J1", "--base-url", "http://127.0.0.1:9", "--timeout", value)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "faxws report: error: argument --timeout: must be a finite number of seconds > 0"
+    )
+
+
+@pytest.fixture
+def pdf(tmp_path: Path) -> Path:
+    path = tmp_path / "letter.pdf"
+    path.write_bytes(b"%PDF-1.4")
+    return path
+
+
+def test_messages_name_the_flags(pdf: Path) -> None:
+    done = faxws(
+        "send",
+        "--base-url",
+        "http://fax.example.com",
+        "--user-id",
+        "u",
+        "--pin",
+        "PIN-77",
+        "--to",
+        "+1 555 0100",
+        str(pdf),
+        "--json",
+    )
+    assert done.returncode == 2
+    message = (
+        "--base-url: plain http to fax.example.com would expose the credentials; use https "
+        "(or pass --insecure-http)"
+    )
+    assert done.stderr == f"faxws send: BadInputError: {message}\n"
+    assert json_error(done)["message"] == message
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--to", "+1 555 0100", "--to", "no digits"],
+            "--to (recipient 2): 'no digits' has no digits",
+        ),
+        (["--to", "+1 555 0100", "--file-type", "zip"], "--file-type: unknown file type 'zip'"),
+        (["--to", "+1 555 0100", "--request-id", "a b"], "--request-id: contains U+0020"),
+        (["--to", "+1 555 0100", "--user-id", "a\x01"], "--user-id: contains U+0001"),
+    ],
+    ids=["to", "file-type", "request-id", "user-id"],
+)
+def test_bad_input_names_the_flag(pdf: Path, args: list[str], message: str) -> None:
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", "FAXWS_PIN": "PIN-77"}
+    done = faxws("send", *args, str(pdf), "--json", env=env)
+    assert done.returncode == 2, done.stderr
+    error = json_error(done)
+    assert str(error["message"]).startswith(message)
+    assert message.startswith(f"{error['field']}: ")
+    assert done.stderr.startswith(f"faxws send: BadInputError: {message}")
+    for name in ("recipients[", "fax_number", "file_type", "request_id", "user_id"):
+        assert name not in done.stderr + str(error["message"])  # no Python argument names
+
+
+def test_a_connect_error_keeps_its_cause() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = faxws(
+        "report",
+        "J1",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--user-id",
+        "u",
+        "--pin",
+        "PIN-77",
+        "--json",
+    )
+    assert done.returncode == 4
+    message = str(json_error(done)["message"])
+    assert "Connection refused" in message
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"faxws report: ConnectError: {message} (request id ")
+
+
+def test_an_unexpected_failure_is_one_json_error_without_secrets(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from faxws import cli
+
+    def broken(args: object) -> object:
+        raise RuntimeError(f"unexpected, with {MARKER}")
+
+    monkeypatch.setattr(cli, "_make_client", broken)
+    monkeypatch.setenv("FAXWS_TOKEN", MARKER)
+    code = cli.main(["report", "J1", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error["type"] == "RuntimeError"
+    assert error["message"] == "unexpected, with ***"
+    assert [form for form in secret_forms(MARKER) if form in out + err] == []
+    assert len(err.splitlines()) == 1
