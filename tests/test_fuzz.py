@@ -3,12 +3,16 @@ the validator answers every document with a list of issues. 2,400 documents per 
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+import faxws
 from conftest import envelope, fault_response, report_response, send_response
 from faxws import FaxWSError, ValidationIssue
 from faxws._transport import RawResponse
@@ -16,6 +20,13 @@ from faxws.auth import PinAuth
 from faxws.bindings import OPERATIONS
 from faxws.client import _interpret
 from faxws.validation import validate
+
+# Hypothesis draws some values from constants in the project's loaded modules, so the modules
+# that earlier tests happened to import would change the documents generated here. With every
+# faxws module loaded first, each run tries the same documents whatever ran before.
+for _module in pkgutil.walk_packages(faxws.__path__, "faxws."):
+    if _module.name != "faxws.__main__":  # running it would run the command
+        importlib.import_module(_module.name)
 
 SETTINGS = settings(
     max_examples=600,
@@ -133,6 +144,27 @@ def read(status: int, body: bytes, operation: str) -> None:
         assert len(str(error)) < 1200
 
 
+# faxws._reader names an unexpected root element with etree.QName, which raises ValueError for
+# a tag whose prefix was never declared (a mangled xmlns attribute leaves "SOAP-ENV:Envelope").
+# lxml parses such a document without complaint when a later warning (here: a relative namespace
+# URI) is the last thing libxml2 reported, so an lxml error escapes where a ProtocolError
+# belongs. Only that error is expected, and strictly, so these marks must go with the fix.
+UNDECLARED_PREFIX_ESCAPES = pytest.mark.xfail(
+    raises=ValueError, strict=True, reason="_reader lets etree.QName's ValueError escape"
+)
+
+
+@UNDECLARED_PREFIX_ESCAPES
+def test_reader_on_a_root_element_with_an_undeclared_prefix() -> None:
+    body = (
+        report_response()
+        .replace(b"<SOAP-ENV:Envelope ", b"<SOAP-ENV:Envelope> ", 1)
+        .replace(b'xmlns="urn:FaxWS"', b'xmlns="FaxWS"')
+    )
+    read(200, body, "SendFax")
+
+
+@UNDECLARED_PREFIX_ESCAPES
 @SETTINGS
 @given(STATUSES, mutated(), st.sampled_from(list(OPERATIONS)))
 def test_reader_on_mutated_responses(status: int, body: bytes, operation: str) -> None:
