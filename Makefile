@@ -30,11 +30,16 @@ test-repeat: $(VENV)/.test-installed check-bindings
 		i=$$((i + 1)); \
 	done
 
-# Regenerate src/faxws/bindings.py from wsdl/ (zeep parses the WSDL; ruff formats the output).
+# Typed bindings from a WSDL (read with lxml, formatted by the pinned ruff): by default the
+# packaged ones from wsdl/; `make bindings WSDL=vendor/FaxWS.wsdl OUTPUT=vendor_bindings.py` for
+# another FaxWS WSDL. Plain `=`, not `?=`: only the command line overrides, not the environment.
+WSDL = wsdl/FaxWS.wsdl
+OUTPUT = src/faxws/bindings.py
 bindings: $(VENV)/.test-installed
-	$(PY) -m faxws._codegen --wsdl wsdl/FaxWS.wsdl --output src/faxws/bindings.py
+	$(PY) -m faxws._codegen --wsdl '$(WSDL)' --output '$(OUTPUT)'
 
-# Fails, showing the diff, when the committed bindings are not what wsdl/ generates.
+# Fails, showing the diff, when the committed bindings are not what wsdl/ generates (always the
+# packaged pair, whatever WSDL and OUTPUT say).
 check-bindings: $(VENV)/.test-installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(PY) -m faxws._codegen --wsdl wsdl/FaxWS.wsdl --output "$$tmp/bindings.py" && \
