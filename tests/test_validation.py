@@ -229,24 +229,9 @@ def external_document(form: str, url: str, encoding: str) -> bytes:
     return (declaration + EXTERNAL[form].format(url=url)).encode(encoding)
 
 
-# lxml's collect_ids=False sets libxml2's XML_SKIP_IDS, which (like any non-zero loadsubset)
-# makes libxml2 load the external subset even with load_dtd=False: the parser in
-# faxws._safexml opens these two before has_dtd() refuses the document. Strict, so the mark
-# must go once the parser no longer passes collect_ids=False.
-OPENS_THE_EXTERNAL_SUBSET = pytest.mark.xfail(
-    strict=True, reason="the parser is built with collect_ids=False"
-)
-
-
 @pytest.mark.parametrize(
     ("form", "encoding"),
-    [
-        pytest.param(form, encoding, marks=OPENS_THE_EXTERNAL_SUBSET)
-        if encoding == "utf-16" and form != "external entity"
-        else (form, encoding)
-        for form in EXTERNAL
-        for encoding in ("utf-8", "utf-16")
-    ],
+    [(form, encoding) for form in EXTERNAL for encoding in ("utf-8", "utf-16")],
 )
 def test_external_resources_on_disk_are_never_opened(
     tripwire: Tripwire, form: str, encoding: str

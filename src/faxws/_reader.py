@@ -37,12 +37,17 @@ def parse_document(data: bytes) -> etree._Element:
         raise ReadError("the response body is empty")
     if _safexml.dtd_offset(data) >= 0:
         raise ReadError("the response has a DOCTYPE (DTDs are refused)")
+    parser = _safexml.parser()
     try:
-        root = etree.fromstring(data, _safexml.parser())
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
         raise ReadError(f"the response is not well-formed XML: {exc.msg}") from None
     except (ValueError, etree.LxmlError) as exc:
         raise ReadError(f"the response cannot be parsed: {exc}") from None
+    problem = _safexml.namespace_error(parser)
+    if problem is not None:
+        line, message = problem
+        raise ReadError(f"the response is not namespace-well-formed XML: {message}, line {line}")
     if _safexml.has_dtd(root):
         raise ReadError("the response has a DTD (DTDs are refused)")
     return root

@@ -26,7 +26,6 @@ def parser() -> etree.XMLParser:
             huge_tree=False,
             remove_comments=True,
             remove_pis=True,
-            collect_ids=False,
         )
         _local.parser = found
     return found
@@ -43,3 +42,13 @@ def has_dtd(root: etree._Element) -> bool:
     a UTF-16 document); its entities were not expanded, but the document is refused."""
     docinfo = root.getroottree().docinfo
     return docinfo.internalDTD is not None or bool(docinfo.doctype)
+
+
+def namespace_error(used: etree.XMLParser) -> tuple[int, str] | None:
+    """The first namespace error of the last parse with ``used`` (an undeclared prefix),
+    which libxml2 reports without failing: the element keeps ``prefix:name`` as its tag,
+    which no reader can interpret, so such a document is refused like malformed XML."""
+    for entry in used.error_log:
+        if entry.domain == etree.ErrorDomains.NAMESPACE and entry.level >= etree.ErrorLevels.ERROR:
+            return entry.line, entry.message
+    return None

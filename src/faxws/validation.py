@@ -264,10 +264,15 @@ def _parse(data: bytes) -> tuple[etree._Element | None, list[ValidationIssue]]:
         line = data[:dtd].count(b"\n") + 1
         return None, [ValidationIssue(line, "/", "DTDs and entity declarations are not allowed")]
     try:
-        root = etree.fromstring(data, _safexml.parser())
+        parser = _safexml.parser()
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
         line = exc.lineno or 0
         return None, [ValidationIssue(line, "/", f"not well-formed XML: {exc.msg}")]
+    problem = _safexml.namespace_error(parser)
+    if problem is not None:
+        line, message = problem
+        return None, [ValidationIssue(line, "/", f"not namespace-well-formed XML: {message}")]
     if _safexml.has_dtd(root):
         return None, [ValidationIssue(1, "/", "DTDs and entity declarations are not allowed")]
     return root, []
