@@ -305,7 +305,7 @@ _SCHEMA_CHILDREN = (
 )
 _ELEMENT_ATTRIBUTES = frozenset(
     {"name", "type", "ref", "minOccurs", "maxOccurs", "nillable", "default", "form", "id"}
-    | {"block", "final", "abstract"}
+    | {"block", "final", "abstract", "fixed"}
 )
 
 
@@ -530,8 +530,9 @@ class _Model:
             if node.get(attr, "false") not in ("false", "0"):
                 raise CodegenError(f"{what}: {attr}={node.get(attr)!r} is not supported")
         content = [c for c in _children(node) if not _is(c, XS, "annotation")]
-        for child in content:
-            if not _is(child, XS, "sequence") or len(content) > 1:
+        for i, child in enumerate(content):
+            # Named: the first child that is not the one xs:sequence (an attribute after it...).
+            if not _is(child, XS, "sequence") or i > 0:
                 raise CodegenError(f"{what}: {_construct(child)} is not supported")
         if not content:
             return []  # an empty complex type: the element has no children
@@ -548,18 +549,21 @@ class _Model:
         return fields
 
     def _field(self, node: etree._Element, schema: _Schema, owner: str, what: str) -> _Field:
+        ref = node.get("ref")
+        name = node.get("name", "") if ref is None else ref.rpartition(":")[2]
+        where = f"{what}, element {name}"
         for attr in node.attrib:
             if "}" not in attr and attr not in _ELEMENT_ATTRIBUTES:
-                raise CodegenError(f"{what}: the attribute {attr!r} of an element is not supported")
-        low, high = _occurs(node, what)
-        ref = node.get("ref")
+                raise CodegenError(f"{where}: the attribute {attr!r} is not supported")
+        if node.get("fixed") is not None:
+            raise CodegenError(f"{where}: fixed values are not supported")
+        low, high = _occurs(node, where)
         if ref is not None:
-            q = _resolve(node, ref, what)
+            q = _resolve(node, ref, where)
             if q[0] != self.namespace:
-                raise CodegenError(f"{what}: element ref {ref} is not in {self.namespace!r}")
-            decl, _ = self._lookup_element(q, what)
-            name, doc = q[1], _documentation(node) or _documentation(decl)
-            where = f"{what}, element {name}"
+                raise CodegenError(f"{where}: element ref {ref} is not in {self.namespace!r}")
+            decl, _ = self._lookup_element(q, where)
+            doc = _documentation(node) or _documentation(decl)
             if decl.find(f"{{{XS}}}complexType") is not None:
                 if ("element", q) in self._busy:
                     raise CodegenError(f"{where}: recursive types are not supported")
@@ -568,8 +572,6 @@ class _Model:
                 xsd_type, complex_name = self._child_type(decl, name, owner, schema, where)
             default = decl.get("default")
         else:
-            name = node.get("name", "")
-            where = f"{what}, element {name}"
             form = node.get("form", "qualified" if schema.qualified else "unqualified")
             if form != "qualified" or schema.namespace != self.namespace:
                 raise CodegenError(
@@ -579,8 +581,6 @@ class _Model:
             doc = _documentation(node)
             xsd_type, complex_name = self._child_type(node, name, owner, schema, where)
             default = node.get("default")
-        if node.get("fixed") is not None:
-            raise CodegenError(f"{where}: fixed values are not supported")
         literal = None
         if default is not None and low == 1 and high == 1:
             literal = _default_literal(default, xsd_type, where)
