@@ -350,3 +350,46 @@ def test_external_dtd_on_disk_is_never_opened(
         opened = True
     assert not opened, "the simulator opened the external DTD"
     assert answer == (500, "DTDs are not allowed")
+
+
+# -- documents -------------------------------------------------------------------------------
+
+DOCUMENT = bytes(range(256)) * 4000 + b"end"  # about 1 MiB: a streamed, spooled body
+
+
+@pytest.mark.parametrize("size", [1000, len(DOCUMENT)], ids=["small", "large"])
+@pytest.mark.parametrize("lines", [False, True], ids=["one-line", "mime-lines"])
+def test_documents_are_decoded_byte_for_byte(
+    faxws_simulator: FaxWSSimulator, size: int, lines: bool
+) -> None:
+    document = DOCUMENT[:size]
+    text = (base64.encodebytes if lines else base64.b64encode)(document).decode()
+    body = encoded(send_fax_xml(file_data=text), "utf-8")
+    r = requests.post(f"{faxws_simulator.url}/fax/v5", data=body, headers=SOAP_HEADERS, timeout=30)
+    assert r.status_code == 200, r.content
+    (received,) = faxws_simulator.jobs[0].files
+    assert received.data == document
+    assert received.size == size
+
+
+BAD_BASE64 = {
+    "padding-inside": "QUJD" * 10 + "QQ==" + "QUJD" * 10,
+    "bad-character": "QUJD" * 10 + "QU!D",
+    "truncated": "QUJD" * 10 + "QUJ",
+    "non-ascii": "QUJD" * 10 + "QUJé",
+}
+
+
+@pytest.mark.parametrize("padding", [0, 300_000], ids=["small", "large"])
+@pytest.mark.parametrize("case", list(BAD_BASE64))
+def test_invalid_base64_is_a_client_fault_naming_the_document(
+    faxws_simulator: FaxWSSimulator, case: str, padding: int
+) -> None:
+    # Leading whitespace makes a large body without changing the document.
+    body = encoded(send_fax_xml(file_data=" " * padding + BAD_BASE64[case]), "utf-8")
+    r = requests.post(f"{faxws_simulator.url}/fax/v5", data=body, headers=SOAP_HEADERS, timeout=30)
+    assert r.status_code == 500
+    assert fault_string(r.content) == (
+        "/SendFax/FaxJobFiles/item[1]/FileData: not a valid xs:base64Binary"
+    )
+    assert faxws_simulator.jobs == []

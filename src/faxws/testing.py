@@ -562,7 +562,10 @@ class _Target:
 
     def data(self, text: str) -> None:
         if self._document is not None and len(self._stack) == len(_FILE_DATA):
-            self._document.write(text)
+            try:
+                self._document.write(text)
+            except _RefusedError as exc:
+                raise self._refuse(str(exc)) from None  # lxml may not pass the error on
             return
         self._count_text(len(text))
         self._builder.data(text)
@@ -570,7 +573,10 @@ class _Target:
     def end(self, tag: str) -> None:
         if self._document is not None and len(self._stack) == len(_FILE_DATA):
             document, self._document = self._document, None
-            document.finish()
+            try:
+                document.finish()
+            except _RefusedError as exc:
+                raise self._refuse(str(exc)) from None
         self._stack.pop()
         self._builder.end(tag)
 
