@@ -229,10 +229,8 @@ def external_document(form: str, url: str, encoding: str) -> bytes:
     return (declaration + EXTERNAL[form].format(url=url)).encode(encoding)
 
 
-@pytest.mark.parametrize(
-    ("form", "encoding"),
-    [(form, encoding) for form in EXTERNAL for encoding in ("utf-8", "utf-16")],
-)
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+@pytest.mark.parametrize("form", list(EXTERNAL))
 def test_external_resources_on_disk_are_never_opened(
     tripwire: Tripwire, form: str, encoding: str
 ) -> None:
