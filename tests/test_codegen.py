@@ -1119,7 +1119,9 @@ def test_another_ruff_release_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_output_does_not_depend_on_the_working_directory(tmp_path: Path) -> None:
     # ruff is given the settings, not left to find a configuration file near the caller.
-    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 40\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ruff]\nline-length = 40\n[tool.ruff.format]\nquote-style = "single"\n'
+    )
     done = subprocess.run(
         [sys.executable, "-m", "faxws._codegen", "--wsdl", str(ROOT / "wsdl" / "FaxWS.wsdl")],
         cwd=tmp_path,
