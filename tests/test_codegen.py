@@ -692,6 +692,35 @@ def test_an_unqualified_schema_is_refused(tmp_path: Path) -> None:
         generate(tmp_path, text)
 
 
+OTHER = (
+    f'<xs:schema targetNamespace="urn:other" xmlns:o="urn:other"{QUALIFIED}>'
+    '<xs:complexType name="Ext"><xs:sequence/></xs:complexType>'
+    '<xs:element name="Op"><xs:complexType><xs:sequence/></xs:complexType></xs:element>'
+    "</xs:schema>"
+)
+
+
+def test_a_second_namespace_is_refused(tmp_path: Path) -> None:
+    # The envelope writer puts every element in one default namespace.
+    ours = op_with('<xs:element name="A" type="o:Ext" xmlns:o="urn:other"/>')
+    schemas = (
+        f'<xs:schema targetNamespace="{NS}"{QUALIFIED}>{ours}{RESPONSE.format(op="Op")}'
+        f"</xs:schema>{OTHER}"
+    )
+    with pytest.raises(_codegen.CodegenError, match=r"element A: type o:Ext is not in 'urn:F"):
+        generate(tmp_path / "type", small_wsdl("", schemas=schemas))
+    wrapped = '<xs:element name="Wrapped" type="o:Ext" xmlns:o="urn:other"/>'
+    with pytest.raises(_codegen.CodegenError, match=r"complexType Ext is in 'urn:other'"):
+        generate(
+            tmp_path / "element", small_wsdl("", schemas=schemas.replace(ours, wrapped + PLAIN))
+        )
+    text = small_wsdl("", schemas=schemas.replace(ours, "")).replace(
+        'element="t:Op"/>', 'element="o:Op" xmlns:o="urn:other"/>'
+    )
+    with pytest.raises(_codegen.CodegenError, match=r"operation Op: element OpResponse is in"):
+        generate(tmp_path / "operation", text)
+
+
 PLAIN = op_with('<xs:element name="A" type="xs:string"/>')
 
 UNSUPPORTED_WSDL = [

@@ -512,6 +512,8 @@ class _Model:
     def _fields_of_type(self, q: QName) -> list[_Field]:
         if q in self._type_fields:
             return self._type_fields[q]
+        if q[0] != self.namespace:
+            raise CodegenError(f"complexType {q[1]} is in {q[0]!r}; one namespace is supported")
         key = ("type", q)
         if key in self._busy:
             raise CodegenError(f"complexType {q[1]}: recursive types are not supported")
@@ -766,7 +768,7 @@ def _format(code: str) -> str:
 
 def generate(wsdl_path: Path, source_name: str | None = None) -> str:
     """Return the bindings module for ``wsdl_path``."""
-    source = source_name or f"{wsdl_path.parent.name}/{wsdl_path.name}"
+    source = source_name or f"{wsdl_path.resolve().parent.name}/{wsdl_path.name}"
     return _format(_render(_Model(wsdl_path), source))
 
 
