@@ -151,6 +151,7 @@ class ScriptedServer:
         self.received: list[Received] = []
         self.errors: list[BaseException] = []
         self.headers_read = threading.Event()
+        self.stopping = threading.Event()
         self._served = 0
         self._served_changed = threading.Condition()
         self._listener = socket.socket()
@@ -207,6 +208,7 @@ class ScriptedServer:
             assert self._served_changed.wait_for(lambda: self._served >= count, WAIT)
 
     def close(self) -> None:
+        self.stopping.set()
         self._wake_w.send(b"x")
         self._thread.join(WAIT)
         assert not self._thread.is_alive(), "the scripted server did not stop"

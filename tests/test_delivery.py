@@ -153,6 +153,28 @@ def truncated_body(conn: Conn) -> None:
     conn.send(ANSWER[:-20])
 
 
+def endless_interim_headers(conn: Conn) -> None:
+    conn.handshake()
+    conn.read_request()
+    conn.send(b"HTTP/1.1 103 Early Hints\r\n")
+    while True:  # until the client gives up
+        conn.send(b"Link: </a.css>; rel=preload\r\n")
+
+
+def drip(data: bytes) -> Callable[[Conn], None]:
+    """Sends ``data`` a byte at a time, a byte every 50 ms, for as long as the client
+    listens (a slow-loris answer)."""
+
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_request()
+        for byte in data:
+            conn.send(bytes([byte]))
+            conn.server.stopping.wait(0.05)  # the server's pace, not a synchronization
+
+    return script
+
+
 AFTER_WRITE = {
     "tls alert after the request": (tls_alert_after_request, True, FaxWSError),
     "unclean tls close": (unclean_tls_close, True, FaxWSError),
@@ -168,6 +190,17 @@ AFTER_WRITE = {
     "silence after the request": (silence_after_request, True, RequestTimeoutError),
     "reset in the middle of the headers": (reset_mid_headers, False, FaxWSError),
     "truncated answer": (truncated_body, False, FaxWSError),
+    "endless header lines after an interim answer": (endless_interim_headers, False, FaxWSError),
+    "interim answer dripped": (
+        drip(b"HTTP/1.1 102 Processing\r\nX-A: " + b"a" * 400 + b"\r\n\r\n"),
+        False,
+        RequestTimeoutError,
+    ),
+    "final head dripped": (
+        drip(reply(send_response(["J1"]), extra="X-Pad: " + "p" * 1000 + "\r\n")),
+        True,
+        RequestTimeoutError,
+    ),
 }
 
 
@@ -181,12 +214,47 @@ def test_failure_after_the_first_byte_is_maybe_delivered_and_never_resent(
     script, tls, error_type = AFTER_WRITE[case]
     server = serve(script, tls=server_tls if tls else None)
     timeout = (5, 1) if error_type is RequestTimeoutError else (5, 5)
+    # A dripping server would hold a client without a deadline for the server's whole
+    # patience (30 s); the client's read time-out is 1 s.
     with pytest.raises(FaxWSError) as info:
         send(client_for(server, ca_file, timeout=timeout))
     assert isinstance(info.value, error_type)
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-d"
     assert len(server.received) == 1
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+@pytest.mark.parametrize(
+    ("status", "error_type", "maybe_delivered"),
+    [("413 Payload Too Large", "HTTPStatusError", False), ("200 OK", None, None)],
+    ids=["413", "200"],
+)
+def test_an_answer_sent_before_the_body_is_complete_is_read(
+    tls: bool,
+    status: str,
+    error_type: str | None,
+    maybe_delivered: bool | None,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+) -> None:
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_head()
+        conn.send(reply(send_response(["J1"]), status))  # without reading the body
+
+    server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10)
+    client = client_for(server, ca_file)
+    document = FaxFile(b"\0" * (16 << 20), 101)  # far more than the socket buffers hold
+    if error_type is None:
+        assert client.send_fax(["+1 555 0100"], [document]).job_ids == ("J1",)
+    else:
+        with pytest.raises(FaxWSError) as info:
+            client.send_fax(["+1 555 0100"], [document])
+        assert type(info.value).__name__ == error_type
+        assert info.value.maybe_delivered is maybe_delivered
     assert server.connections == 1
 
 

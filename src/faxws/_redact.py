@@ -1,16 +1,22 @@
 """Removing secrets from text, in every form a peer or a formatter may have given them.
 
 A server that echoes a PIN back may XML-escape it; a token endpoint may URL-encode a client
-secret; ``repr`` and JSON escape quotes and backslashes. Masking only the raw string would let
-those forms through, so every place that shows text it did not write (error messages, logs,
-the CLI, the simulator's records) masks the whole family of forms computed here.
+secret; ``repr`` and JSON escape quotes, backslashes and tabs. Masking only the raw string
+would let those forms through, so every place that shows text it did not write (error
+messages, logs, the CLI, the simulator's records) masks through :func:`redact`.
+
+It decodes the text once into a canonical form (XML character and entity references,
+percent-encoded UTF-8 or Latin-1 bytes, JSON and Python backslash escapes each become the
+character they spell), remembering where each character came from, finds each secret there
+(as given, and in Unicode NFC and NFD), and masks the original span. Mixed spellings are found
+as well as uniform ones, and the cost is linear in the text whatever the secret's length.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
@@ -18,61 +24,124 @@ __all__ = ["MASK", "redact", "secret_forms"]
 
 MASK = "***"
 
-_NAMED = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
-_BACKSLASHED = {"\\": "\\\\", '"': '\\"', "'": "\\'", "/": "\\/"}
+_XML = r"&#[0-9]{1,8};|&#[xX][0-9a-fA-F]{1,8};|&(?:amp|lt|gt|quot|apos);"
+_PERCENT = r"(?:%[0-9a-fA-F]{2})+"
+_BACKSLASH = (
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[\\\"'/tnrbf]"
+)
+# One view per escaping family, and one with all of them: a secret that itself contains
+# something like "%2B" or "&amp;" is found when only the family that escaped it is decoded.
+_VIEWS = [
+    re.compile(p) for p in (f"{_XML}|{_PERCENT}|{_BACKSLASH}", _XML, _PERCENT, _BACKSLASH)
+]
+_NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_BACKSLASHED = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f"}
 
 
-def _hex(n: int, width: int) -> str:
-    """``n`` in ``width`` or more hex digits, either case."""
-    digits = f"{n:0{width}x}"
-    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+def _spelled(token: str) -> str:
+    """The characters an escape sequence stands for."""
+    if token.startswith("&#"):
+        number = token[3:-1] if token[2] in "xX" else token[2:-1]
+        code = int(number, 16 if token[2] in "xX" else 10)
+        return chr(code) if code <= 0x10FFFF else token
+    if token.startswith("&"):
+        return _NAMED[token[1:-1]]
+    if token.startswith("%"):
+        raw = bytes(int(token[i + 1 : i + 3], 16) for i in range(0, len(token), 3))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    if token[1] in "uU":
+        if len(token) == 12:  # a surrogate pair, as JSON writes characters beyond the BMP
+            high, low = int(token[2:6], 16), int(token[8:12], 16)
+            return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        code = int(token[2:], 16)
+        return chr(code) if code <= 0x10FFFF else token
+    if token[1] == "x":
+        return chr(int(token[2:], 16))
+    return _BACKSLASHED.get(token[1], token[1])
 
 
-def _char(c: str) -> str:
-    """A pattern for one character of a secret in any of the forms it may be echoed in: as
-    it is, as an XML character or entity reference, percent-encoded (``+`` for a space), or
-    backslash-escaped as JSON and Python write it."""
-    n = ord(c)
-    options = [re.escape(c), f"&#0*{n};", f"&#[xX]0*{_hex(n, 1)};"]
-    if c in _NAMED:
-        options.append(f"&{_NAMED[c]};")
-    options.append("".join(f"%{_hex(b, 2)}" for b in c.encode("utf-8", "surrogatepass")))
-    if c == " ":
-        options.append(re.escape("+"))
-    if c in _BACKSLASHED:
-        options.append(re.escape(_BACKSLASHED[c]))
-    if n <= 0xFF:
-        options.append(re.escape("\\x") + _hex(n, 2))
-    if n <= 0xFFFF:
-        options.append(re.escape("\\u") + _hex(n, 4))
-    else:
-        high, low = 0xD800 + ((n - 0x10000) >> 10), 0xDC00 + ((n - 0x10000) & 0x3FF)
-        options.append(re.escape("\\U") + _hex(n, 8))
-        options.append(re.escape("\\u") + _hex(high, 4) + re.escape("\\u") + _hex(low, 4))
-    return "(?:" + "|".join(options) + ")"
+def _canonical(text: str, escape: re.Pattern[str]) -> tuple[str, list[int], list[int]]:
+    """``text`` with the escapes ``escape`` matches decoded, and for each character the span
+    of ``text`` it came from (a multi-character escape maps all its characters to the whole
+    escape)."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in escape.finditer(text):
+        for i in range(pos, m.start()):
+            out.append(text[i])
+            starts.append(i)
+            ends.append(i + 1)
+        for char in _spelled(m.group()):
+            out.append(char)
+            starts.append(m.start())
+            ends.append(m.end())
+        pos = m.end()
+    for i in range(pos, len(text)):
+        out.append(text[i])
+        starts.append(i)
+        ends.append(i + 1)
+    return "".join(out), starts, ends
 
 
-@functools.lru_cache(maxsize=64)
-def _pattern(secret: str) -> re.Pattern[str]:
-    return re.compile("".join(_char(c) for c in secret))
+def _variants(secret: str) -> set[str]:
+    return {secret, unicodedata.normalize("NFC", secret), unicodedata.normalize("NFD", secret)}
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every occurrence of every secret replaced by ``***``, whatever mix of
-    raw, XML-escaped, percent-encoded and backslash-escaped characters spells it."""
-    for secret in secrets:
-        if secret:
-            text = _pattern(secret).sub(MASK, text)
-    return text
+    """``text`` with every occurrence of every secret replaced by ``***``, however each of its
+    characters is spelled (raw, XML reference, percent-encoded, ``+`` for a space,
+    backslash-escaped, NFC or NFD)."""
+    wanted = {v for s in secrets if s for v in _variants(s)}
+    if not wanted or not text:
+        return text
+    spans: list[tuple[int, int]] = []
+    views = [(text, list(range(len(text))), list(range(1, len(text) + 1)))]
+    views += [_canonical(text, escape) for escape in _VIEWS]
+    for canonical, starts, ends in views:
+        # A '+' written as such is a space in form encoding and itself everywhere else:
+        # search both readings (a '+' spelled %2B is always a plus).
+        as_spaces = "".join(
+            " " if c == "+" and ends[i] - starts[i] == 1 else c for i, c in enumerate(canonical)
+        )
+        for view in {canonical, as_spaces}:
+            for secret in wanted:
+                at = view.find(secret)
+                while at >= 0:
+                    spans.append((starts[at], ends[at + len(secret) - 1]))
+                    at = view.find(secret, at + 1)
+    if not spans:
+        return text
+    spans.sort()
+    merged = [spans[0]]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    pieces = []
+    pos = 0
+    for start, end in merged:
+        pieces.append(text[pos:start])
+        pieces.append(MASK)
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def secret_forms(secret: str) -> frozenset[str]:
     """Common spellings of ``secret`` (for tests and for callers that search, not mask)."""
     if not secret:
         return frozenset()
+    named = {v: k for k, v in _NAMED.items()}
     forms = {
         secret,
-        "".join(f"&{_NAMED[c]};" if c in _NAMED else c for c in secret),
+        "".join(f"&{named[c]};" if c in named else c for c in secret),
         quote(secret, safe=""),
         quote_plus(secret, safe=""),
         json.dumps(secret)[1:-1],

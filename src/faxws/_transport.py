@@ -94,22 +94,71 @@ class _Progress:
 _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
 
 
+class _HeadReader:
+    """The response's file object while its head is read: every line must come before one
+    deadline, so a server dripping a byte at a time (or endless interim responses and
+    header lines) cannot hold a call longer than the read time-out."""
+
+    def __init__(self, fp: Any, sock: socket.socket) -> None:
+        self._fp = fp
+        self._sock = sock
+        self._timeout = sock.gettimeout()
+        self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
+
+    def readline(self, limit: int = -1) -> bytes:
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the response head took longer than the read time-out")
+            self._sock.settimeout(left)
+        line: bytes = self._fp.readline(limit)
+        return line
+
+    def restore(self) -> None:
+        self._sock.settimeout(self._timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fp, name)
+
+
 class _FinalResponse(http.client.HTTPResponse):
     """http.client skips only ``100 Continue``; this skips every interim response (102
-    Processing, 103 Early Hints, ...) so that the status seen is the final one. A 101 is
-    final: nothing here asks to switch protocols."""
+    Processing, 103 Early Hints, ...) so that the status seen is the final one (a 101 is
+    final: nothing here asks to switch protocols), reads the head within the read time-out,
+    and refuses a head with lines it cannot parse (which urllib3 would log, secrets and all,
+    and otherwise ignore)."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self._head_sock = sock
+
+    def begin(self) -> None:
+        if self.headers is not None:
+            return
+        body_fp = self.fp
+        head = _HeadReader(body_fp, self._head_sock)
+        self.fp = head  # type: ignore[assignment]
+        try:
+            super().begin()
+        finally:
+            head.restore()
+            self.fp = body_fp
+        if self.msg.defects or self.msg.get_payload():
+            raise http.client.HTTPException("the response has header lines that cannot be parsed")
 
     def _read_status(self) -> tuple[str, int, str]:
         for _ in range(MAX_INTERIM_RESPONSES):
             version, status, reason = super()._read_status()  # type: ignore[misc]
             if not 100 <= status < 200 or status == 101:
                 return version, status, reason  # type: ignore[no-any-return]
-            while True:  # the interim response's header block, up to its empty line
+            for _ in range(http.client._MAXHEADERS + 1):  # type: ignore[attr-defined]
                 line = self.fp.readline(65537)
                 if len(line) > 65536:
                     raise http.client.LineTooLong("interim response header line")
                 if line in (b"\r\n", b"\n", b""):
                     break
+            else:
+                raise http.client.HTTPException("an interim response has too many headers")
         raise http.client.HTTPException(f"more than {MAX_INTERIM_RESPONSES} interim responses")
 
 
@@ -151,6 +200,14 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         except DocumentError:
             self._abort()
             raise
+        except OSError:  # ssl.SSLError included
+            # The server may have answered before the body was complete and closed (413,
+            # 401, or even a result): read that answer if there is one, as urllib3 already
+            # does for a broken pipe on plain TCP. If there is none, reading fails and the
+            # failure is reported as the write's would have been (bytes were written).
+            progress = _progress.get()
+            if progress is None or not progress.written or self.sock is None:
+                raise
 
     def _abort(self) -> None:
         """Close with a reset, not a FIN: the body is incomplete and must read as broken."""
@@ -442,7 +499,9 @@ class HttpTransport:
             exc.maybe_delivered = progress.written
             raise
         except Exception as exc:
-            raise self._failure(exc, progress.written, request_id) from exc
+            # Not chained: the original's text may quote what the server sent (a status
+            # line, a header), secrets included; the message keeps its cause, masked.
+            raise self._failure(exc, progress.written, request_id) from None
         finally:
             _progress.reset(reset)
         try:
@@ -450,7 +509,7 @@ class HttpTransport:
         except FaxWSError:
             raise
         except Exception as exc:
-            raise self._failure(exc, True, request_id) from exc
+            raise self._failure(exc, True, request_id) from None
         finally:
             response.close()
         return RawResponse(
