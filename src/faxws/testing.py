@@ -588,28 +588,6 @@ class _Target:
         return root
 
 
-_parsers = threading.local()
-
-
-def _small_parser() -> etree.XMLParser:
-    """The calling thread's parser for small requests (lxml parsers keep per-parse state)."""
-    parser: etree.XMLParser | None = getattr(_parsers, "parser", None)
-    if parser is None:
-        # faxws._safexml's settings except collect_ids=False: that sets libxml2's
-        # XML_SKIP_IDS, which makes it open an external DTD subset despite load_dtd=False
-        # (for a document the byte scan cannot read, such as UTF-16).
-        parser = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-        )
-        _parsers.parser = parser
-    return parser
-
-
 def _operation_named(tag: str) -> str | None:
     name = etree.QName(tag)
     return name.localname if name.namespace == NAMESPACE and name.localname in OPERATIONS else None
@@ -694,7 +672,7 @@ class _Received:
             self.refusal = _client_fault("DTDs are not allowed")
             return
         try:
-            root = etree.fromstring(body, _small_parser())
+            root = etree.fromstring(body, _safexml.parser())
         except Exception as exc:
             self._fail(exc, None)
             return
