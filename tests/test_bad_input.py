@@ -195,6 +195,20 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
         "use https",
     ),
     (
+        "plain http to localhost through a remote proxy",
+        lambda: client(
+            base_url="http://localhost:8080", proxies={"http": "http://px.example:3128"}
+        ),
+        "proxies['http']",
+        "through the proxy px.example",
+    ),
+    (
+        "plain http to loopback through an 'all' proxy",
+        lambda: client(base_url="http://127.0.0.1:8080", proxies={"all": "http://px.example:1"}),
+        "proxies['all']",
+        "would expose the credentials",
+    ),
+    (
         "plain http to localhost.example",
         lambda: client(base_url="http://localhost.example.com"),
         "base_url",
@@ -276,6 +290,13 @@ def test_token_provider_arguments_are_checked_at_construction(kwargs: dict[str, 
     with pytest.raises(BadInputError) as info:
         ClientCredentials(args.pop("token_url"), "cid", "secret", **args)
     assert info.value.field in {"token_url", "leeway", "timeout", "verify"}
+
+
+def test_plain_http_through_a_loopback_proxy_or_https_through_any_proxy_is_allowed() -> None:
+    local = {"http": "http://127.0.0.1:3128"}
+    assert client(base_url="http://localhost:8080", proxies=local).url.startswith("http:")
+    remote = {"https": "http://px.example:3128", "all": "http://px.example:3128"}
+    assert client(base_url="https://fax.example.com", proxies=remote).url.startswith("https:")
 
 
 def test_plain_http_to_remote_host_allowed_only_by_explicit_opt_in() -> None:

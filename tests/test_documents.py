@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import send_response
-from faxws import DocumentError, FaxClient, FaxFile, FaxWSError
+from faxws import BadInputError, DocumentError, FaxClient, FaxFile, FaxWSError
 from scripted import Conn, ScriptedServer, reply
 
 ANSWER = reply(send_response(["J1"]))
@@ -327,3 +327,125 @@ def test_a_large_document_costs_memory_of_a_few_chunks_not_of_its_size(
         tracemalloc.stop()
     assert len(server.requests) == 1
     assert peak < size // 8, f"peak {peak / size:.2f}x the document"
+
+
+class NoSeekResult(io.BytesIO):
+    """A file object whose seek() returns None, as some libraries' file objects do."""
+
+    def seek(self, offset: int, whence: int = 0) -> None:  # type: ignore[override]
+        super().seek(offset, whence)
+
+
+class ByteArrayReads(io.BytesIO):
+    def read(self, size: int | None = -1) -> bytearray:  # type: ignore[override]
+        return bytearray(super().read(size))
+
+
+@pytest.mark.parametrize("kind", [NoSeekResult, ByteArrayReads])
+def test_legal_but_unusual_file_objects_are_sent_whole(
+    serve: Callable[..., ScriptedServer], kind: type[io.BytesIO]
+) -> None:
+    data = pattern(3 << 20, seed=5)
+    server = serve(answering)
+    client(server).send_fax(["+1 555 0100"], [FaxFile(kind(data), 101)])
+    assert server.requests[0].documents() == [data]
+
+
+class Raising(io.RawIOBase):
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        raise RuntimeError("the remote side went away")
+
+
+def test_whatever_a_file_object_raises_at_construction_is_bad_input() -> None:
+    import lzma
+
+    with lzma.open(io.BytesIO(b"not xz data at all")) as corrupt:
+        for stream in (corrupt, Raising()):
+            with pytest.raises(BadInputError) as info:
+                FaxFile(stream, 101)
+            assert info.value.field == "data"
+            assert "cannot read the file object" in info.value.problem
+
+
+def test_a_fifo_or_device_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.pdf"
+    os.mkfifo(fifo)  # nothing will ever write to it: opening it for reading would block
+    for action in (lambda: FaxFile.from_path(fifo), lambda: FaxFile(Path("/dev/zero"), 101)):
+        with pytest.raises(BadInputError) as info:
+            action()
+        assert "not a regular file" in info.value.problem
+    with pytest.raises(BadInputError) as verify:
+        FaxClient("https://fax.example.com", user_id="u", pin="1", verify=str(fifo))
+    assert verify.value.field == "verify"
+
+
+def test_a_fifo_swapped_in_after_construction_is_refused_before_sending(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    path = tmp_path / "a.pdf"
+    path.write_bytes(b"%PDF")
+    document = FaxFile.from_path(path)
+    path.unlink()
+    os.mkfifo(path)
+    server = serve(answering)
+    with pytest.raises(DocumentError) as info:
+        client(server).send_fax(["+1 555 0100"], [document])
+    assert "not a regular file" in info.value.message
+    assert server.connections == 0
+
+
+class SlowSeekToEnd(io.BytesIO):
+    """Seeking to the end takes a while (as over a network file system), which gives a
+    concurrent reader every chance to read at the wrong position."""
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        position = super().seek(offset, whence)
+        if whence == os.SEEK_END:
+            threading.Event().wait(0.02)  # the slow seek itself, not a synchronization
+        return position
+
+
+def test_making_a_fax_file_from_a_stream_being_sent_waits_for_that_send(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    data = pattern(BIG)
+    stream = SlowSeekToEnd(data)
+    go = threading.Event()
+
+    def script(conn: Conn) -> None:
+        if conn.read_request(pause=go, keep=False) is not None:
+            conn.send(ANSWER)
+
+    server = serve(script, rcvbuf=256 << 10)
+    errors: list[BaseException] = []
+    made: list[FaxFile] = []
+
+    def send() -> None:
+        try:
+            client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
+        except BaseException as exc:
+            errors.append(exc)
+
+    def make() -> None:
+        try:
+            for _ in range(20):  # measures the stream: must not move it mid-send
+                made.append(FaxFile(stream, 101))
+        except BaseException as exc:
+            errors.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    maker = threading.Thread(target=make)
+    try:
+        assert server.headers_read.wait(30)
+        maker.start()
+    finally:
+        go.set()
+        sender.join(60)
+        maker.join(60)
+    assert errors == []
+    assert [r.complete for r in server.received] == [True]
+    assert made[0].size == len(data)

@@ -17,7 +17,9 @@ with a lock per object; a send holds it from :meth:`Source.open` to :meth:`Reade
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -25,7 +27,16 @@ from typing import Any, BinaryIO, Protocol
 
 from faxws.errors import DocumentError
 
-__all__ = ["BytesSource", "PathSource", "Reader", "Source", "StreamSource", "open_all"]
+__all__ = [
+    "BytesSource",
+    "PathSource",
+    "Reader",
+    "Source",
+    "StreamSource",
+    "measure_stream",
+    "open_all",
+    "open_regular",
+]
 
 
 class Reader(Protocol):
@@ -152,6 +163,26 @@ class BytesSource:
 # -- paths ------------------------------------------------------------------------------------
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file. Opening does not block (a
+    FIFO without a writer would wait for ever), and the check is made on the opened file, so
+    a path swapped for a device or a pipe after a check cannot slip through."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise (
+                IsADirectoryError(0, "not a regular file")
+                if os.path.isdir(path)
+                else OSError(0, "not a regular file (a device, pipe or socket)")
+            )
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class PathSource:
     """A file on disk, opened afresh by each send (so concurrent sends do not interfere)."""
 
@@ -171,7 +202,7 @@ class PathSource:
 
     def open(self) -> _PathReader:
         try:
-            fh = open(self._path, "rb")  # noqa: SIM115 - closed by the reader
+            fh = open_regular(self._path)
         except OSError as exc:
             raise DocumentError(
                 f"{self.name} cannot be opened: {exc.strerror or type(exc).__name__}",
@@ -233,6 +264,20 @@ def _release_stream(stream: object, lock: threading.Lock) -> None:
             del _stream_locks[id(stream)]
 
 
+def measure_stream(stream: Any) -> tuple[int, int]:
+    """(position, bytes from there to the end) of a seekable file object, measured under the
+    object's send lock so that a send in progress is not disturbed."""
+    lock = _acquire_stream(stream)
+    try:
+        start = stream.tell()
+        stream.seek(0, os.SEEK_END)
+        end = stream.tell()  # not seek()'s result: some file objects return None
+        stream.seek(start)
+    finally:
+        _release_stream(stream, lock)
+    return start, end - start
+
+
 class StreamSource:
     """A seekable binary file object, sent from its position when the FaxFile was made."""
 
@@ -255,7 +300,8 @@ class StreamSource:
     def open(self) -> _StreamReader:
         """Measure the object; the caller holds its lock (see :func:`open_all`)."""
         try:
-            end = self.stream.seek(0, os.SEEK_END)
+            self.stream.seek(0, os.SEEK_END)
+            end = self.stream.tell()
             self.stream.seek(self._start)
         except Exception as exc:
             raise DocumentError(
@@ -283,7 +329,10 @@ class _StreamReader:
         return _exact(source.stream.read, self.size, chunk_size, source.name)
 
     def close(self) -> None:
-        pass
+        # Leave the object where the FaxFile found it, so the same object can be sent (or
+        # wrapped in a new FaxFile) again.
+        with contextlib.suppress(Exception):
+            self._source.stream.seek(self._source._start)
 
 
 # -- opening a request's documents together ---------------------------------------------------

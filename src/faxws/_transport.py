@@ -394,6 +394,8 @@ def check_verify(field: str, verify: object) -> bool | str:
     path = os.fspath(verify)
     if not isinstance(path, str) or not os.path.exists(path):
         raise BadInputError(field, f"no CA bundle at {path!r}")
+    if not (os.path.isfile(path) or os.path.isdir(path)):
+        raise BadInputError(field, f"{path!r} is not a file or a directory of CA certificates")
     try:
         context = ssl.create_default_context()
         if os.path.isdir(path):

@@ -81,8 +81,11 @@ class BearerAuth(Credentials):
         try:
             token = self._provider()
         except FaxWSError as exc:
+            # Tokens are fetched before any byte of the call's request is written: whatever
+            # the provider's failure says about its own exchange, the call was not delivered.
             if exc.request_id is None:
                 exc.request_id = request_id
+            exc.maybe_delivered = False
             raise
         except Exception as exc:
             # The provider's own message may quote a secret: only its type is kept.

@@ -99,6 +99,20 @@ def service_url(
     return f"{parts.scheme}://{netloc}{path}"
 
 
+def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
+    """Plain http to a loopback service still crosses the network when a proxy elsewhere
+    carries it: the proxy would see the PIN or token."""
+    for key, proxy in proxies.items():
+        if key in ("http", "all") or key.startswith(("http://", "all://")):
+            host = urlsplit(proxy).hostname or ""
+            if not is_loopback(host):
+                raise BadInputError(
+                    f"proxies[{key!r}]",
+                    f"plain http through the proxy {host} would expose the credentials; use "
+                    "https (or pass allow_insecure_http=True)",
+                )
+
+
 class FaxClient:
     """A client of the FaxWS v5 service.
 
@@ -155,11 +169,14 @@ class FaxClient:
         ):
             raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
         self._retry_backoff = float(retry_backoff)
+        checked_proxies = check_proxies("proxies", proxies)
+        if self._url.startswith("http:") and not allow_insecure_http:
+            _refuse_plain_proxy(checked_proxies)
         self._transport = HttpTransport(
             self._url,
             timeout=check_timeout("timeout", timeout),
             verify=check_verify("verify", verify),
-            proxies=check_proxies("proxies", proxies),
+            proxies=checked_proxies,
             max_connections=check_int("max_connections", max_connections, 1, 1024),
             max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
             user_agent=f"faxws/{__version__}",
@@ -235,7 +252,7 @@ class FaxClient:
             job_ids=job_ids,
             ttfp=response.ttfp,
             request_id=rid,
-            activity_id=raw.headers.get("x-ch-activity-id"),
+            activity_id=_header(raw, "x-ch-activity-id", self._auth),
             execution_time_ms=_int_header(raw, "x-ch-execution-time"),
         )
 
@@ -275,7 +292,7 @@ class FaxClient:
         return BroadcastReportResult(
             job_id=request.job_id,
             request_id=rid,
-            activity_id=raw.headers.get("x-ch-activity-id"),
+            activity_id=_header(raw, "x-ch-activity-id", self._auth),
             execution_time_ms=_int_header(raw, "x-ch-execution-time"),
             recipient_type=request.recipient_type,
             recip_address=request.recip_address,
@@ -361,7 +378,7 @@ class FaxClient:
                 raw.status,
                 len(raw.content),
                 raw.elapsed,
-                raw.headers.get("x-ch-activity-id"),
+                _header(raw, "x-ch-activity-id", self._auth),
             )
             if raw.status == 401 and not refreshed and self._auth.refresh():
                 refreshed = True
@@ -451,7 +468,7 @@ def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentia
     status = raw.status
 
     def body_text() -> str:
-        return auth.redact(raw.content[:4000].decode("utf-8", "replace"))
+        return auth.redact(_decode(raw.content[:4000]))
 
     try:
         payload = soap_payload(parse_document(raw.content))
@@ -515,6 +532,24 @@ def _raise_for_ws_error(
         return
     text = error.error_string or ("the service returned false" if not ok else "")
     raise ServiceError(error.error_code, auth.redact(text), request_id=rid, status_code=raw.status)
+
+
+def _header(raw: RawResponse, name: str, auth: Credentials) -> str | None:
+    """A response header's value for results and logs, with any echoed secret masked."""
+    value = raw.headers.get(name)
+    return None if value is None else auth.redact(value)
+
+
+def _decode(data: bytes) -> str:
+    """Text of a response body for a message: UTF-16 by its byte-order mark or its zero
+    bytes (so that a secret in it reads as text and is masked), else UTF-8."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "replace")
+    if len(data) >= 2 and data[0] == 0 and data[1] != 0:
+        return data.decode("utf-16-be", "replace")
+    if len(data) >= 2 and data[1] == 0 and data[0] != 0:
+        return data.decode("utf-16-le", "replace")
+    return data.decode("utf-8", "replace")
 
 
 def _int_header(raw: RawResponse, name: str) -> int | None:

@@ -140,6 +140,10 @@ class ServiceError(FaxWSError):
 class SoapFaultError(FaxWSError):
     """The service answered with a SOAP fault.
 
+    ``maybe_delivered`` is False for a client fault (``Client``/``Sender``: the service says
+    the request itself was wrong) and True for any other code: a server fault ("unable to
+    process request... timeout expired") can come after the work was done.
+
     Attributes:
         fault_code: the fault code, e.g. ``soap:Client`` or ``soap:Server``.
         fault_string: the fault text (at most 500 characters).
@@ -155,10 +159,12 @@ class SoapFaultError(FaxWSError):
     ) -> None:
         self.fault_code = fault_code
         self.fault_string = excerpt(fault_string)
+        local = fault_code.rpartition(":")[2].split(".")[0]
         super().__init__(
             f"SOAP fault {fault_code}: {self.fault_string}",
             request_id=request_id,
             status_code=status_code,
+            maybe_delivered=local not in ("Client", "Sender"),
         )
 
 
@@ -280,6 +286,12 @@ class ProtocolError(FaxWSError):
         request_id: str | None = None,
         status_code: int | None = None,
         body_excerpt: str = "",
+        maybe_delivered: bool | None = None,
     ) -> None:
-        super().__init__(message, request_id=request_id, status_code=status_code)
+        super().__init__(
+            message,
+            request_id=request_id,
+            status_code=status_code,
+            maybe_delivered=maybe_delivered,
+        )
         self.body_excerpt = body_excerpt

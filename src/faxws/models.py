@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from faxws._checks import check_int, check_text
-from faxws._content import BytesSource, PathSource, StreamSource, open_all
+from faxws._content import (
+    BytesSource,
+    PathSource,
+    StreamSource,
+    measure_stream,
+    open_all,
+    open_regular,
+)
 from faxws._xsd import INT_MAX
 from faxws.errors import BadInputError
 
@@ -229,14 +236,11 @@ def _content_of(
         return BytesSource(data), "<bytes>"
     if isinstance(data, os.PathLike):
         path = Path(data)
+        if path.is_dir():
+            raise BadInputError("data", f"{path.name!r} is a directory, not a file")
         try:
-            if path.is_dir():
-                raise BadInputError("data", f"{path.name!r} is a directory, not a file")
-            with open(path, "rb"):
-                pass
-            size = path.stat().st_size
-        except BadInputError:
-            raise
+            with open_regular(path) as fh:
+                size = os.fstat(fh.fileno()).st_size
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise BadInputError("data", f"cannot read {path.name!r}: {reason}") from None
@@ -255,19 +259,19 @@ def _stream_content(stream: object) -> tuple[Content, str]:
     name = Path(raw_name).name if isinstance(raw_name, str) else "<stream>"
     try:
         probe = stream.read(0)  # type: ignore[attr-defined]
-        if not isinstance(probe, bytes):
+        if not isinstance(probe, (bytes, bytearray, memoryview)):
             raise BadInputError("data", "file object does not return bytes; open it in 'rb' mode")
         if getattr(stream, "seekable", lambda: False)():
-            start = stream.tell()  # type: ignore[attr-defined]
-            end = stream.seek(0, os.SEEK_END)  # type: ignore[attr-defined]
-            stream.seek(start)  # type: ignore[attr-defined]
-            return StreamSource(stream, start, end - start, name), name  # type: ignore[arg-type]
+            start, size = measure_stream(stream)
+            return StreamSource(stream, start, size, name), name  # type: ignore[arg-type]
         # Not seekable: it can be read only once, and a retry needs it again.
         return BytesSource(_read_all(stream)), name
     except BadInputError:
         raise
-    except (OSError, ValueError) as exc:
-        raise BadInputError("data", f"cannot read the file object: {exc}") from None
+    except Exception as exc:  # whatever a caller's file object raises
+        raise BadInputError(
+            "data", f"cannot read the file object: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _read_all(stream: object) -> bytes:
