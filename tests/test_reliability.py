@@ -419,3 +419,53 @@ def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
     assert info.value.request_id == "rid-rel"
     assert info.value.maybe_delivered is True
     assert isinstance(info.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        http_reply(b"<html>login page</html>", "200 OK"),
+        http_reply(b"oops", "500 Internal Server Error"),
+        http_reply(b'{"access_token": "t", "token_type": "mac"}'),
+    ],
+    ids=["html", "500", "not bearer"],
+)
+def test_a_failed_token_fetch_is_never_maybe_delivered(
+    capture_server: type[CaptureServer], answer: bytes
+) -> None:
+    from faxws.oauth import ClientCredentials
+
+    token_server = capture_server(lambda raw: answer)
+    fax_server = capture_server(lambda raw: http_reply(send_response(["J1"])))
+    provider = ClientCredentials(f"{token_server.url}/token", "cid", "secret")
+    client = FaxClient(fax_server.url, user_id="u", token=provider, retries=0)
+    with pytest.raises(FaxWSError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False  # the fax request was never written
+    assert info.value.request_id == "rid-rel"
+    assert fax_server.captured.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "maybe_delivered"),
+    [
+        ("soap:Client", False),
+        ("SOAP-ENV:Client", False),
+        ("soap:Client.Authentication", False),
+        ("soap:Server", True),
+        ("SOAP-ENV:Server", True),
+        ("anything-else", True),
+    ],
+)
+def test_a_server_fault_may_follow_delivery_and_a_client_fault_does_not(
+    capture_server: type[CaptureServer], code: str, maybe_delivered: bool
+) -> None:
+    from conftest import fault_response
+
+    server = capture_server(
+        lambda raw: http_reply(fault_response(code, "Timeout expired"), "500 Internal Error")
+    )
+    with pytest.raises(SoapFaultError) as info:
+        send(FaxClient(server.url, user_id="u", pin="1", retries=3))
+    assert info.value.maybe_delivered is maybe_delivered
+    assert len(server.captured.requests) == 1

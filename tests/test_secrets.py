@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import traceback
+import unicodedata
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -120,7 +122,7 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
 
 
 # A PIN with every character that escaping or encoding changes.
-ODD_PIN = "PINMARK&<>\"'%+ /é\\"
+ODD_PIN = "PINMARK&<>\"'%+ /é\\\tZü"
 ODD_TOKEN = "TOKMARK%2B&amp;"
 ODD_SECRET = "SECMARK&<'é %"
 
@@ -142,6 +144,8 @@ def forms(secret: str) -> dict[str, str]:
         ),
         "json": __import__("json").dumps(secret)[1:-1],
         "repr": repr(secret)[1:-1],
+        "url latin-1": quote(secret, safe="", encoding="latin-1"),
+        "nfd": unicodedata.normalize("NFD", secret),
     }
 
 
@@ -208,3 +212,45 @@ def test_an_echoed_token_is_masked_in_every_form(
         client.get_fax_broadcast_report("J1")
     for value in forms(ODD_TOKEN).values():
         assert value not in str(info.value)
+
+
+def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_traceback(
+    caplog: pytest.LogCaptureFixture, capture_server: type[CaptureServer]
+) -> None:
+    from conftest import report_response
+
+    caplog.set_level(logging.DEBUG)  # the root logger: faxws, requests, urllib3
+    answers = {
+        "activity id": http_reply(report_response(), extra=f"x-ch-activity-id: {PIN}\r\n"),
+        "header line without a colon": http_reply(report_response(), extra=f"{PIN}\r\n"),
+        "status line": f"HTTP/1.1 {PIN}\r\n\r\n".encode(),
+    }
+    shown: list[str] = []
+    errors: dict[str, FaxWSError] = {}
+    for name, answer in answers.items():
+        server = capture_server(lambda raw, a=answer: a)
+        client = FaxClient(server.url, user_id=USER, pin=PIN, retries=0)
+        try:
+            shown.append(repr(client.get_fax_broadcast_report("J1")))
+        except FaxWSError as exc:
+            errors[name] = exc
+            shown.extend(traceback.format_exception(exc))
+    assert sorted(errors) == ["header line without a colon", "status line"]
+    assert all(e.maybe_delivered for e in errors.values())
+    shown += [r.getMessage() for r in caplog.records]
+    shown += [
+        "".join(traceback.format_exception(*r.exc_info)) for r in caplog.records if r.exc_info
+    ]
+    assert "***" in "\n".join(shown)  # the activity id was there, masked
+    assert PIN not in "\n".join(shown)
+
+
+def test_a_utf16_error_page_is_read_as_text_and_masked(
+    capture_server: type[CaptureServer],
+) -> None:
+    page = f"<html>error for {PIN}</html>".encode("utf-16")
+    server = capture_server(lambda raw: http_reply(page, "502 Bad Gateway"))
+    client = FaxClient(server.url, user_id=USER, pin=PIN, retries=0)
+    with pytest.raises(FaxWSError) as info:
+        client.get_fax_broadcast_report("J1")
+    assert "error for ***" in info.value.body_excerpt  # type: ignore[attr-defined]
