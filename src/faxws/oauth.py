@@ -20,6 +20,7 @@ from faxws._redact import redact
 from faxws._transport import (
     DEFAULT_TIMEOUT,
     Timeout,
+    _Adapter,
     check_timeout,
     check_verify,
     describe_failure,
@@ -90,6 +91,11 @@ class ClientCredentials:
         self._timeout = check_timeout("timeout", timeout)
         self._where = f"the token endpoint {parts.hostname}"
         self._session = requests.Session()
+        # The faxws adapter: interim answers read past, the answer's head within the read
+        # time-out, unparseable header lines refused.
+        adapter = _Adapter(pool_connections=1, pool_maxsize=4, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
         self._session.trust_env = False
         self._session.verify = check_verify("verify", verify)
         self._lock = threading.Lock()
@@ -139,10 +145,10 @@ class ClientCredentials:
                 stream=True,
             )
             try:
-                body = _read_capped(response)
+                body = _read_capped(response, self._timeout[1])
             finally:
                 response.close()
-        except ProtocolError:
+        except (ProtocolError, RequestTimeoutError):
             raise
         except Exception as exc:
             kind, cause = describe_failure(exc)
@@ -150,8 +156,8 @@ class ClientCredentials:
             if kind == "timeout":
                 raise RequestTimeoutError(
                     f"{self._where} did not answer in time ({cause})", maybe_delivered=False
-                ) from exc
-            raise ConnectError(f"cannot get a token from {self._where}: {cause}") from exc
+                ) from None  # not chained: the original may quote the endpoint's answer
+            raise ConnectError(f"cannot get a token from {self._where}: {cause}") from None
         self.fetches += 1
         logger.debug("token endpoint answered HTTP %d", response.status_code)
         if response.status_code in (400, 401, 403):
@@ -186,20 +192,31 @@ class ClientCredentials:
         return token, started + float(expires_in)
 
 
-def _read_capped(response: requests.Response) -> bytes:
+def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
+    """The body, at most MAX_TOKEN_RESPONSE_BYTES, within the read time-out as a whole."""
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > MAX_TOKEN_RESPONSE_BYTES:
         raise ProtocolError(
             f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
             status_code=response.status_code,
         )
-    body = response.raw.read(MAX_TOKEN_RESPONSE_BYTES + 1, decode_content=True)
-    if len(body) > MAX_TOKEN_RESPONSE_BYTES:
-        raise ProtocolError(
-            f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
-            status_code=response.status_code,
-        )
-    return bytes(body)
+    deadline = time.monotonic() + read_timeout
+    pieces: list[bytes] = []
+    total = 0
+    while chunk := response.raw.read1(16384, decode_content=True):
+        total += len(chunk)
+        if total > MAX_TOKEN_RESPONSE_BYTES:
+            raise ProtocolError(
+                f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
+                status_code=response.status_code,
+            )
+        if time.monotonic() > deadline:
+            raise RequestTimeoutError(
+                f"the token response took longer than {read_timeout} s to arrive",
+                maybe_delivered=False,
+            )
+        pieces.append(chunk)
+    return b"".join(pieces)
 
 
 def _json_field(body: bytes, name: str) -> str | None:
