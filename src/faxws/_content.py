@@ -42,7 +42,8 @@ __all__ = [
 class Reader(Protocol):
     """An opened document: its size at opening, and its bytes in full chunks."""
 
-    size: int
+    @property
+    def size(self) -> int: ...
 
     def chunks(self, chunk_size: int) -> Iterator[bytes]:
         """The whole document from its start, in chunks of ``chunk_size`` bytes (the last may
@@ -343,9 +344,11 @@ class Opened:
 
     __slots__ = ("_locks", "readers")
 
-    def __init__(self, readers: list[Reader], locks: list[tuple[object, threading.Lock]]) -> None:
+    def __init__(
+        self, readers: list[Reader], locks: Sequence[tuple[object, threading.Lock]]
+    ) -> None:
         self.readers = readers
-        self._locks = locks
+        self._locks = list(locks)
 
     def close(self) -> None:
         for reader in self.readers:

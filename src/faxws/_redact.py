@@ -32,9 +32,7 @@ _BACKSLASH = (
 )
 # One view per escaping family, and one with all of them: a secret that itself contains
 # something like "%2B" or "&amp;" is found when only the family that escaped it is decoded.
-_VIEWS = [
-    re.compile(p) for p in (f"{_XML}|{_PERCENT}|{_BACKSLASH}", _XML, _PERCENT, _BACKSLASH)
-]
+_VIEWS = [re.compile(p) for p in (f"{_XML}|{_PERCENT}|{_BACKSLASH}", _XML, _PERCENT, _BACKSLASH)]
 _NAMED = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _BACKSLASHED = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f"}
 

@@ -137,7 +137,7 @@ class _FinalResponse(http.client.HTTPResponse):
             return
         body_fp = self.fp
         head = _HeadReader(body_fp, self._head_sock)
-        self.fp = head  # type: ignore[assignment]
+        self.fp = head
         try:
             super().begin()
         finally:
@@ -150,7 +150,7 @@ class _FinalResponse(http.client.HTTPResponse):
         for _ in range(MAX_INTERIM_RESPONSES):
             version, status, reason = super()._read_status()  # type: ignore[misc]
             if not 100 <= status < 200 or status == 101:
-                return version, status, reason  # type: ignore[no-any-return]
+                return version, status, reason
             for _ in range(http.client._MAXHEADERS + 1):  # type: ignore[attr-defined]
                 line = self.fp.readline(65537)
                 if len(line) > 65536:

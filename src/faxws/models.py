@@ -276,7 +276,7 @@ def _stream_content(stream: object) -> tuple[Content, str]:
 
 def _read_all(stream: object) -> bytes:
     """Everything a non-seekable file object has, however short its reads are."""
-    pieces = []
+    pieces: list[bytes] = []
     while True:
         piece = stream.read(1 << 20)  # type: ignore[attr-defined]
         if piece is None:
