@@ -1,8 +1,10 @@
-"""Shared fixtures: response documents, a raw-socket capture server, request helpers."""
+"""Shared fixtures: response documents, a raw-socket capture server, request helpers, and a
+tripwire that shows whether a parser opened an external resource."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import selectors
 import socket
 import threading
@@ -233,3 +235,58 @@ def capture_server() -> Iterator[Callable[[Reply], CaptureServer]]:
             return server
 
         yield start
+
+
+class Tripwire:
+    """A named pipe that records whether anything opened it: the proof that a parser read no
+    external resource, whether or not the resource's content would have changed the result.
+
+    Opening a FIFO for reading blocks until a writer opens it, so a parser that opens it has
+    been served (and counted) before its parse can end: no waiting or polling is needed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.opened = False
+        self._done = False
+        os.mkfifo(path)
+        self._thread = threading.Thread(target=self._serve, name="tripwire")
+        self._thread.start()
+
+    def _serve(self) -> None:
+        content = b'<!ENTITY e "TRIPPED">'
+        while True:
+            fd = os.open(self.path, os.O_WRONLY)  # returns once a reader has it open
+            try:
+                if self._done:
+                    return
+                self.opened = True
+                os.write(fd, content)
+                content = b""  # while that reader stays open, opens return at once: no content
+            except OSError:
+                pass  # the reader went away
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        self._done = True
+        # Holding a read end open lets the writer's pending open return, so it sees _done.
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            self._thread.join(30)
+        finally:
+            os.close(fd)
+        assert not self._thread.is_alive()
+
+
+@pytest.fixture
+def tripwire(tmp_path: Path) -> Iterator[Tripwire]:
+    """A named pipe at ``tripwire.path``: point a DOCTYPE or entity at ``tripwire.path.as_uri()``
+    and assert ``tripwire.opened is False`` after ``tripwire.close()``."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("named pipes are POSIX")
+    wire = Tripwire(tmp_path / "external.dtd")
+    try:
+        yield wire
+    finally:
+        wire.close()

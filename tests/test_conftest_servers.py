@@ -3,7 +3,8 @@
 A server that closes a socket while its accept loop or a handler still uses it raises in that
 thread (EBADF), which surfaces in whatever test happens to run next. These tests start and
 close servers many times, in every state a test leaves them in, and fail on any exception a
-server thread raises and on any thread a closed server leaves running.
+server thread raises and on any thread a closed server leaves running. The tripwire, which
+other tests trust to show that nothing opened an external resource, must see an open.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from conftest import CaptureServer, _read_request, http_reply, report_response
+from conftest import CaptureServer, Tripwire, _read_request, http_reply, report_response
 
 TRIALS = 300
 
@@ -154,3 +155,15 @@ def test_a_request_that_drips_forever_times_out() -> None:
         dripper.join()
         reader.close()
         writer.close()
+
+
+def test_the_tripwire_sees_an_open_and_only_an_open(tripwire: Tripwire) -> None:
+    with tripwire.path.open("rb") as reader:  # what a parser loading the resource does
+        assert reader.read() == b'<!ENTITY e "TRIPPED">'
+    tripwire.close()
+    assert tripwire.opened is True
+
+
+def test_an_untouched_tripwire_stays_unopened(tripwire: Tripwire) -> None:
+    tripwire.close()
+    assert tripwire.opened is False
