@@ -20,8 +20,9 @@ test: $(VENV)/.test-installed check-bindings
 	$(PY) -m pytest
 
 # The suite N times in a row (`make test-repeat N=5`), stopping at the first failing run: a
-# test that fails now and then shows here before it shows in CI.
-N ?= 5
+# test that fails now and then shows here before it shows in CI. Plain `=`: an N in the
+# environment does not count, only one on the command line.
+N = 5
 test-repeat: $(VENV)/.test-installed check-bindings
 	@case "$(N)" in ''|*[!0-9]*|0*) echo "N must be a positive whole number, not '$(N)'" >&2; exit 2;; esac; \
 	i=1; while [ $$i -le $(N) ]; do \
