@@ -290,3 +290,12 @@ def tripwire(tmp_path: Path) -> Iterator[Tripwire]:
         yield wire
     finally:
         wire.close()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port where connections are refused for the whole test: the socket stays
+    bound (so no other server can take the port) but never listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]

@@ -8,6 +8,7 @@ client tried again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import socket
@@ -46,16 +47,14 @@ def ca_file(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    servers: list[ScriptedServer] = []
+    with contextlib.ExitStack() as stack:  # every server closed, even if one close fails
 
-    def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
-        server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
-        servers.append(server)
-        return server
+        def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
+            server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
+            stack.callback(server.close)
+            return server
 
-    yield start
-    for server in servers:
-        server.close()
+        yield start
 
 
 def client_for(server: ScriptedServer, ca_file: str, **kwargs: object) -> FaxClient:
@@ -243,7 +242,8 @@ def test_an_answer_sent_before_the_body_is_complete_is_read(
     def script(conn: Conn) -> None:
         conn.handshake()
         conn.read_head()
-        conn.send(reply(send_response(["J1"]), status))  # without reading the body
+        conn.send(reply(send_response(["J1"]), status))  # before reading the body,
+        conn.hold()  # then reading the rest, as HTTP asks of a server that answers early
 
     server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10)
     client = client_for(server, ca_file)
@@ -330,6 +330,7 @@ def test_failure_before_the_first_byte_is_not_delivered_and_retried(
     assert isinstance(info.value, error_type)
     assert info.value.maybe_delivered is False
     assert info.value.request_id == "rid-d"
+    server.wait_served(RETRIES + 1)  # the last connection may still be queued for accept
     assert server.received == []
     assert server.connections == RETRIES + 1  # it was tried again, each time on a new connection
 
@@ -348,11 +349,9 @@ def test_wrong_host_name_in_certificate_is_not_delivered(
 
 
 def test_connection_refused_is_retried_and_names_its_cause(
-    caplog: pytest.LogCaptureFixture, ca_file: str
+    caplog: pytest.LogCaptureFixture, refused_port: int
 ) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    port = refused_port
     caplog.set_level(logging.INFO, logger="faxws")
     client = FaxClient(
         f"http://127.0.0.1:{port}", user_id=USER, pin="4321", retries=RETRIES, retry_backoff=0

@@ -8,6 +8,7 @@ DocumentError; ``maybe_delivered`` is True once bytes went out.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
@@ -29,16 +30,14 @@ BIG = 16 << 20
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    servers: list[ScriptedServer] = []
+    with contextlib.ExitStack() as stack:  # every server closed, even if one close fails
 
-    def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
-        server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
-        servers.append(server)
-        return server
+        def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
+            server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
+            stack.callback(server.close)
+            return server
 
-    yield start
-    for server in servers:
-        server.close()
+        yield start
 
 
 def answering(conn: Conn) -> None:
@@ -292,6 +291,7 @@ def test_one_file_object_sent_from_two_threads_arrives_intact_twice(
         t.start()
     for t in threads:
         t.join(60)
+    assert not any(t.is_alive() for t in threads)
     assert errors == []
     assert [r.documents() for r in server.requests] == [[data], [data]]
 
@@ -446,6 +446,8 @@ def test_making_a_fax_file_from_a_stream_being_sent_waits_for_that_send(
         go.set()
         sender.join(60)
         maker.join(60)
+    assert not sender.is_alive()
+    assert not maker.is_alive()
     assert errors == []
     assert [r.complete for r in server.received] == [True]
     assert made[0].size == len(data)

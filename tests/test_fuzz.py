@@ -15,10 +15,10 @@ from lxml import etree
 import faxws
 from conftest import envelope, fault_response, report_response, send_response
 from faxws import FaxWSError, ValidationIssue
+from faxws._reader import interpret
 from faxws._transport import RawResponse
 from faxws.auth import PinAuth
 from faxws.bindings import OPERATIONS
-from faxws.client import _interpret
 from faxws.validation import validate
 
 # Hypothesis draws some values from constants in the project's loaded modules, so the modules
@@ -136,7 +136,7 @@ def read(status: int, body: bytes, operation: str) -> None:
     raw = RawResponse(status, {"Content-Type": "text/xml"}, body, 0.01)
     error: FaxWSError | None = None
     try:
-        _interpret(OPERATIONS[operation], raw, "rid-fuzz", AUTH)
+        interpret(OPERATIONS[operation], raw.status, raw.content, "rid-fuzz", AUTH.redact)
     except FaxWSError as exc:  # anything else escapes and fails the test
         error = exc
     if error is not None:
@@ -154,7 +154,7 @@ def test_reader_on_a_root_element_with_an_undeclared_prefix() -> None:
         .replace(b'xmlns="urn:FaxWS"', b'xmlns="FaxWS"')
     )
     with pytest.raises(FaxWSError, match="Namespace prefix SOAP-ENV on Envelope is not defined"):
-        _interpret(OPERATIONS["SendFax"], RawResponse(200, {}, body, 0.0), "r", PinAuth("1"))
+        interpret(OPERATIONS["SendFax"], 200, body, "r", PinAuth("1").redact)
     issues = validate(body)
     assert [i.message for i in issues] == [
         "not namespace-well-formed XML: Namespace prefix SOAP-ENV on Envelope is not defined"

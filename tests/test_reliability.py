@@ -132,10 +132,8 @@ def test_hostile_response_gives_a_protocol_error(
     raw, words = bodies[case]
     server = capture_server(lambda request: raw)
     client = FaxClient(server.url, user_id="u", pin="1")
-    started = time.monotonic()
     with peak_memory() as peak, pytest.raises(ProtocolError) as info:
         client.get_fax_broadcast_report("J1", request_id="rid-hostile")
-    assert time.monotonic() - started < 2
     assert peak[0] < 20 * 1024 * 1024
     err = info.value
     assert words in err.message
@@ -163,11 +161,9 @@ def test_fifty_megabyte_junk_body_is_refused_in_bounded_memory(
     reply = http_reply(b"J" * (50 * 1024 * 1024))  # built before memory is traced
     server = capture_server(lambda raw: reply)
     client = FaxClient(server.url, user_id="u", pin="1")
-    started = time.monotonic()
     with peak_memory() as peak, pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
         send(client)
     assert peak[0] < 25 * 1024 * 1024  # the 10 MiB cap, not the 50 MB body
-    assert time.monotonic() - started < 10
     assert len(server.captured.requests) == 1
 
 
@@ -208,10 +204,8 @@ def client_for(sim: FaxWSSimulator, **kw: object) -> FaxClient:
     return FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, **kw)  # type: ignore[arg-type]
 
 
-def test_connection_refused_is_not_delivered_and_may_be_retried() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_connection_refused_is_not_delivered_and_may_be_retried(refused_port: int) -> None:
+    port = refused_port
     started = time.monotonic()
     client = FaxClient(
         f"http://127.0.0.1:{port}", user_id="u", pin="1", retries=2, retry_backoff=0.05
@@ -365,13 +359,10 @@ def test_a_dtd_in_a_utf16_response_is_refused(capture_server: type[CaptureServer
     assert "MARKER-U16" not in str(info.value)
 
 
-def test_a_token_endpoint_failure_carries_the_calls_request_id() -> None:
+def test_a_token_endpoint_failure_carries_the_calls_request_id(refused_port: int) -> None:
     from faxws.oauth import ClientCredentials
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    provider = ClientCredentials(f"http://127.0.0.1:{port}/token", "cid", "secret")
+    provider = ClientCredentials(f"http://127.0.0.1:{refused_port}/token", "cid", "secret")
     client = FaxClient("https://fax.example.com", user_id="u", token=provider, retries=0)
     with pytest.raises(ConnectError) as info:
         send(client)
@@ -410,7 +401,7 @@ def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
     def broken(*args: object) -> object:
         raise KeyError("bug")
 
-    monkeypatch.setattr(faxws.client, "_interpret", broken)
+    monkeypatch.setattr(faxws.client, "interpret", broken)
     mocked.post(URL, body=send_response(["J1"]))
     client = FaxClient("https://fax.example.com", user_id="u", pin="1")
     with pytest.raises(FaxWSError) as info:

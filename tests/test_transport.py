@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,8 @@ from faxws import (
 )
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_connection_refused_is_a_connect_error_never_delivered() -> None:
-    client = FaxClient(f"http://127.0.0.1:{closed_port()}", user_id="u", pin="1", retries=0)
+def test_connection_refused_is_a_connect_error_never_delivered(refused_port: int) -> None:
+    client = FaxClient(f"http://127.0.0.1:{refused_port}", user_id="u", pin="1", retries=0)
     with pytest.raises(ConnectError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)], request_id="rid-c")
     assert info.value.maybe_delivered is False

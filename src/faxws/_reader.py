@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any
 
 from lxml import etree
 
 from faxws import _safexml
 from faxws._log import logger
-from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, XmlType
+from faxws._soap import SOAP11_NS, SOAP12_NS
+from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, Operation, XmlType
+from faxws.errors import (
+    AuthenticationError,
+    HTTPStatusError,
+    ProtocolError,
+    ServiceError,
+    SoapFaultError,
+    excerpt,
+)
 
-SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
-SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
 _ENVELOPES = {f"{{{SOAP11_NS}}}Envelope": SOAP11_NS, f"{{{SOAP12_NS}}}Envelope": SOAP12_NS}
 
 
@@ -85,10 +93,8 @@ def fault_of(payload: etree._Element) -> tuple[str, str] | None:
 
 
 def _child_text(element: etree._Element, local: str) -> str:
-    for child in element:
-        if isinstance(child.tag, str) and etree.QName(child).localname == local:
-            return "".join(str(t) for t in child.itertext()).strip()
-    return ""
+    child = _child(element, local)
+    return "" if child is None else "".join(str(t) for t in child.itertext()).strip()
 
 
 def _name(element: etree._Element) -> str:
@@ -168,3 +174,121 @@ def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:
         except (binascii.Error, ValueError):
             raise ReadError(f"{path} is not valid base64") from None
     raise ReadError(f"{path} has the unsupported type xs:{xsd_type}")
+
+
+# -- answers: the result, or the faxws error the answer means ----------------------------
+
+Redact = Callable[[str], str]
+
+
+def decode_text(data: bytes) -> str:
+    """Text of a response body for a message: UTF-16 by its byte-order mark or its zero
+    bytes (so that a secret in it reads as text and is masked), else UTF-8."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "replace")
+    if len(data) >= 2 and data[0] == 0 and data[1] != 0:
+        return data.decode("utf-16-be", "replace")
+    if len(data) >= 2 and data[1] == 0 and data[0] != 0:
+        return data.decode("utf-16-le", "replace")
+    return data.decode("utf-8", "replace")
+
+
+def _maybe_delivered(status: int) -> bool:
+    """A final answer without a SOAP fault: only a redirect (3xx) or a refusal (4xx) says the
+    request was not taken; anything else (5xx, or an unexpected 1xx or 2xx) may follow it."""
+    return not 300 <= status < 500
+
+
+def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:
+    """The element inside the SOAP Body of a successful answer, or the error the answer
+    means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
+    without a fault), ProtocolError (not a readable SOAP answer)."""
+
+    def body_text() -> str:
+        return excerpt(redact(decode_text(content[:4000])))
+
+    try:
+        payload = soap_payload(parse_document(content))
+    except ReadError as exc:
+        if status in (401, 403):
+            raise AuthenticationError(
+                f"the service rejected the credentials (HTTP {status})",
+                request_id=rid,
+                status_code=status,
+            ) from None
+        if not 200 <= status < 300:
+            raise HTTPStatusError(
+                f"HTTP {status} without a SOAP answer",
+                request_id=rid,
+                status_code=status,
+                body_excerpt=body_text(),
+                maybe_delivered=_maybe_delivered(status),
+            ) from None
+        raise ProtocolError(
+            exc.message, request_id=rid, status_code=status, body_excerpt=body_text()
+        ) from None
+    fault = fault_of(payload)
+    if status in (401, 403):
+        raise AuthenticationError(
+            f"the service rejected the credentials (HTTP {status})"
+            + (f": {excerpt(redact(fault[1]), 200)}" if fault else ""),
+            request_id=rid,
+            status_code=status,
+            fault_string=redact(fault[1]) if fault else None,
+        )
+    if fault is not None:
+        raise SoapFaultError(redact(fault[0]), redact(fault[1]), request_id=rid, status_code=status)
+    if not 200 <= status < 300:
+        raise HTTPStatusError(
+            f"HTTP {status} with a SOAP answer that is not a fault",
+            request_id=rid,
+            status_code=status,
+            body_excerpt=body_text(),
+            maybe_delivered=_maybe_delivered(status),
+        )
+    return payload
+
+
+def _child(element: etree._Element, local: str) -> etree._Element | None:
+    for child in element:
+        if isinstance(child.tag, str) and child.tag.rpartition("}")[2] == local:
+            return child
+    return None
+
+
+def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: Redact) -> None:
+    """ServiceError when an answer (of any operation that has them) says ``return`` false or
+    carries a non-zero ``WSError``."""
+    returned = _child(payload, "return")
+    error = _child(payload, "WSError")
+    ok = returned is None or (returned.text or "").strip() in ("true", "1")
+    code_element = None if error is None else _child(error, "ErrorCode")
+    code_text = (code_element.text or "") if code_element is not None else ""
+    try:
+        code = int(code_text.strip() or "0")
+    except ValueError:
+        raise ProtocolError(
+            f"the WSError's ErrorCode {excerpt(redact(code_text), 40)!r} is not an int",
+            request_id=rid,
+            status_code=status,
+        ) from None
+    if ok and code == 0:
+        return
+    text = "" if error is None else _child_text(error, "ErrorString")
+    text = text or ("the service returned false" if not ok else "")
+    raise ServiceError(code, redact(text), request_id=rid, status_code=status)
+
+
+def interpret(operation: Operation, status: int, content: bytes, rid: str, redact: Redact) -> Any:
+    """A successful answer of ``operation`` as its generated output class, or its error."""
+    payload = payload_of(status, content, rid, redact)
+    raise_for_ws_error(payload, rid, status, redact)
+    try:
+        return read_payload(payload, operation.output)
+    except ReadError as exc:
+        raise ProtocolError(
+            exc.message,
+            request_id=rid,
+            status_code=status,
+            body_excerpt=excerpt(redact(decode_text(content[:4000]))),
+        ) from None

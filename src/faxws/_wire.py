@@ -13,14 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from faxws._content import BytesSource, Opened, Reader, Source, open_all
+from faxws._soap import SOAP11_NS
 from faxws._xsd import NAMESPACE, XmlType
 from faxws.errors import DocumentError
 
-__all__ = ["CONTENT_TYPE", "PATH", "Body", "OpenBody", "envelope", "headers"]
+__all__ = ["Body", "OpenBody", "envelope"]
 
-SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
-CONTENT_TYPE = "application/soap+xml; charset=utf-8"
-PATH = "/fax/v5"
 
 PROLOG = (
     '<?xml version="1.0" encoding="utf-8"?>\n'
@@ -178,15 +176,3 @@ def envelope(obj: Any) -> Body:
     buf.append(f"</{xml.name}>")
     parts.append("".join(buf).encode() + EPILOG)
     return Body(parts)
-
-
-def headers(request_id: str, bearer_token: str | None) -> dict[str, str]:
-    """The request headers of the contract (requests adds Content-Length from the body)."""
-    out = {
-        "Content-Type": CONTENT_TYPE,
-        "SOAPAction": "",
-        "x-ch-request-id": request_id,
-    }
-    if bearer_token is not None:
-        out["Authorization"] = f"Bearer {bearer_token}"
-    return out

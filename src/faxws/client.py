@@ -11,7 +11,8 @@ from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
 from faxws._log import logger
-from faxws._reader import ReadError, fault_of, parse_document, read_payload, soap_payload
+from faxws._reader import interpret
+from faxws._soap import PATH, may_retry, request_headers
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
@@ -23,7 +24,7 @@ from faxws._transport import (
     check_verify,
 )
 from faxws._version import __version__
-from faxws._wire import PATH, OpenBody, envelope, headers
+from faxws._wire import OpenBody, envelope
 from faxws._xsd import Operation
 from faxws.auth import Credentials, credentials_from
 from faxws.bindings import (
@@ -36,26 +37,17 @@ from faxws.bindings import (
     GetFaxBroadcastReport,
     GetFaxBroadcastReportResponse,
     SendFax,
-    WSError,
 )
 from faxws.errors import (
-    AuthenticationError,
     BadInputError,
     FaxWSError,
-    HTTPStatusError,
     ProtocolError,
-    ServiceError,
-    SoapFaultError,
     TransportError,
-    excerpt,
 )
 from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
 from faxws.validation import check_request
 
 __all__ = ["FaxClient"]
-
-
-_RETRY_STATUSES = frozenset({502, 503, 504})
 
 
 def service_url(
@@ -238,7 +230,6 @@ class FaxClient:
         response, raw = self._call(OPERATIONS["SendFax"], request, rid, idempotent=False)
         if not isinstance(response, FaxSendResponse):
             raise ProtocolError("the response is not a FaxSendResponse", request_id=rid)
-        _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
         if len(job_ids) != len(request.recipients.item):
             # Not an error: the job was accepted, and raising would invite a second send.
@@ -288,7 +279,6 @@ class FaxClient:
             raise ProtocolError(
                 "the response is not a GetFaxBroadcastReportResponse", request_id=rid
             )
-        _raise_for_ws_error(response.return_, response.ws_error, rid, raw, self._auth)
         return BroadcastReportResult(
             job_id=request.job_id,
             request_id=rid,
@@ -362,10 +352,12 @@ class FaxClient:
                 attempt + 1,
             )
             try:
-                raw = self._transport.post(payload, headers(rid, token), rid)
+                raw = self._transport.post(
+                    payload, request_headers(rid, token, operation.soap_action), rid
+                )
             except TransportError as exc:
                 # No byte written: always safe to repeat. Any byte: only an idempotent call.
-                retry = idempotent or not exc.maybe_delivered
+                retry = may_retry(idempotent=idempotent, error=exc)
                 if retry and attempt < self._retries:
                     attempt = self._back_off(operation, rid, attempt, type(exc).__name__)
                     continue
@@ -383,10 +375,10 @@ class FaxClient:
             if raw.status == 401 and not refreshed and self._auth.refresh():
                 refreshed = True
                 continue
-            if idempotent and raw.status in _RETRY_STATUSES and attempt < self._retries:
+            if may_retry(idempotent=idempotent, status=raw.status) and attempt < self._retries:
                 attempt = self._back_off(operation, rid, attempt, f"HTTP {raw.status}")
                 continue
-            return _interpret(operation, raw, rid, self._auth), raw
+            return interpret(operation, raw.status, raw.content, rid, self._auth.redact), raw
 
     def _back_off(self, operation: Operation, rid: str, attempt: int, why: str) -> int:
         delay = self._retry_backoff * (2**attempt)
@@ -463,93 +455,10 @@ def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
     return tuple(out)
 
 
-def _interpret(operation: Operation, raw: RawResponse, rid: str, auth: Credentials) -> Any:
-    """The response payload as the operation's output class, or the matching error."""
-    status = raw.status
-
-    def body_text() -> str:
-        return auth.redact(_decode(raw.content[:4000]))
-
-    try:
-        payload = soap_payload(parse_document(raw.content))
-    except ReadError as exc:
-        if status in (401, 403):
-            raise AuthenticationError(
-                f"the service rejected the credentials (HTTP {status})",
-                request_id=rid,
-                status_code=status,
-            ) from None
-        if not 200 <= status < 300:
-            raise HTTPStatusError(
-                f"HTTP {status} without a SOAP answer",
-                request_id=rid,
-                status_code=status,
-                body_excerpt=excerpt(body_text()),
-                maybe_delivered=_maybe_delivered(status),
-            ) from None
-        raise ProtocolError(
-            exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
-        ) from None
-    fault = fault_of(payload)
-    if status in (401, 403):
-        raise AuthenticationError(
-            f"the service rejected the credentials (HTTP {status})"
-            + (f": {excerpt(auth.redact(fault[1]), 200)}" if fault else ""),
-            request_id=rid,
-            status_code=status,
-            fault_string=auth.redact(fault[1]) if fault else None,
-        )
-    if fault is not None:
-        raise SoapFaultError(
-            auth.redact(fault[0]), auth.redact(fault[1]), request_id=rid, status_code=status
-        )
-    if not 200 <= status < 300:
-        raise HTTPStatusError(
-            f"HTTP {status} with a SOAP answer that is not a fault",
-            request_id=rid,
-            status_code=status,
-            body_excerpt=excerpt(body_text()),
-            maybe_delivered=_maybe_delivered(status),
-        )
-    try:
-        return read_payload(payload, operation.output)
-    except ReadError as exc:
-        raise ProtocolError(
-            exc.message, request_id=rid, status_code=status, body_excerpt=excerpt(body_text())
-        ) from None
-
-
-def _maybe_delivered(status: int) -> bool:
-    """A final answer without a SOAP fault: only a redirect (3xx) or a refusal (4xx) says the
-    request was not taken; anything else (5xx, or an unexpected 1xx or 2xx) may follow it."""
-    return not 300 <= status < 500
-
-
-def _raise_for_ws_error(
-    ok: bool, error: WSError, rid: str, raw: RawResponse, auth: Credentials
-) -> None:
-    if ok and error.error_code == 0:
-        return
-    text = error.error_string or ("the service returned false" if not ok else "")
-    raise ServiceError(error.error_code, auth.redact(text), request_id=rid, status_code=raw.status)
-
-
 def _header(raw: RawResponse, name: str, auth: Credentials) -> str | None:
     """A response header's value for results and logs, with any echoed secret masked."""
     value = raw.headers.get(name)
     return None if value is None else auth.redact(value)
-
-
-def _decode(data: bytes) -> str:
-    """Text of a response body for a message: UTF-16 by its byte-order mark or its zero
-    bytes (so that a secret in it reads as text and is masked), else UTF-8."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", "replace")
-    if len(data) >= 2 and data[0] == 0 and data[1] != 0:
-        return data.decode("utf-16-be", "replace")
-    if len(data) >= 2 and data[1] == 0 and data[0] != 0:
-        return data.decode("utf-16-le", "replace")
-    return data.decode("utf-8", "replace")
 
 
 def _int_header(raw: RawResponse, name: str) -> int | None:

@@ -59,6 +59,7 @@ from lxml import etree
 from faxws import _safexml
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import MASK, redact
+from faxws._soap import SOAP11_NS
 from faxws._wire import envelope
 from faxws._xsd import NAMESPACE
 from faxws.bindings import (
@@ -91,7 +92,6 @@ __all__ = [
 
 SERVICE_PATH = "/fax/v5"
 TOKEN_PATH = "/connect/token"  # noqa: S105 - a path
-SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 RESPONSE_CONTENT_TYPE = "application/soap+xml; charset=utf-8"
 
 #: The account every simulator accepts unless given others; not secrets, by design.

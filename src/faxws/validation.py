@@ -27,13 +27,12 @@ from typing import TextIO
 from lxml import etree
 
 from faxws import _resources, _safexml
+from faxws._soap import SOAP11_NS, SOAP12_NS
 from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
 
 __all__ = ["ValidationIssue", "Validator", "validate", "validate_or_raise"]
 
-SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
-SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
 
 Document = bytes | str | os.PathLike[str] | etree._Element
 

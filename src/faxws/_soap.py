@@ -1,0 +1,60 @@
+"""The protocol core's constants and decisions, with no I/O.
+
+The core is three modules that every face (the typed client, the zeep integration, the
+simulator) shares: this one (the SOAP namespaces, the endpoint path, the request headers, and
+whether a failed call may be sent again), :mod:`faxws._wire` (writing requests) and
+:mod:`faxws._reader` (reading answers into results or faxws errors). The HTTP stacks map
+their own exceptions in their own modules, each with one table.
+"""
+
+from __future__ import annotations
+
+from faxws.errors import FaxWSError
+
+__all__ = [
+    "CONTENT_TYPE",
+    "PATH",
+    "RETRY_STATUSES",
+    "SOAP11_NS",
+    "SOAP12_NS",
+    "may_retry",
+    "request_headers",
+]
+
+SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
+SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
+CONTENT_TYPE = "application/soap+xml; charset=utf-8"
+PATH = "/fax/v5"
+#: Statuses after which an idempotent call is sent again (a gateway's transient failures).
+RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+def request_headers(
+    request_id: str, bearer_token: str | None, soap_action: str = ""
+) -> dict[str, str]:
+    """The contract's request headers (the HTTP stack adds Content-Length from the body).
+
+    An empty soapAction is sent as an empty value, as the contract shows; any other is quoted,
+    as SOAP 1.1 requires.
+    """
+    out = {
+        "Content-Type": CONTENT_TYPE,
+        "SOAPAction": f'"{soap_action}"' if soap_action else "",
+        "x-ch-request-id": request_id,
+    }
+    if bearer_token is not None:
+        out["Authorization"] = f"Bearer {bearer_token}"
+    return out
+
+
+def may_retry(
+    *, idempotent: bool, error: FaxWSError | None = None, status: int | None = None
+) -> bool:
+    """Whether a failed attempt may be sent again (within the caller's retry budget).
+
+    A failure before any byte was written is always safe to repeat; after that, only an
+    idempotent call is repeated, after a transport failure or a gateway's 502/503/504.
+    """
+    if error is not None:
+        return idempotent or not error.maybe_delivered
+    return idempotent and status in RETRY_STATUSES
