@@ -12,9 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import responses
+
+from scripted import Conn, ScriptedServer
 
 GOLDEN = Path(__file__).parent / "golden"
 BASE = "https://fax.example.com"
@@ -299,3 +302,17 @@ def refused_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    """Starts scripted servers (tests/scripted.py); each is closed after the test, even when
+    another's close fails."""
+    with contextlib.ExitStack() as stack:
+
+        def start(script: Callable[[Conn], None], **kwargs: Any) -> ScriptedServer:
+            server = ScriptedServer(script, **kwargs)
+            stack.callback(server.close)
+            return server
+
+        yield start

@@ -8,12 +8,11 @@ client tried again.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import select
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import trustme
@@ -43,18 +42,6 @@ def ca_file(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("ca") / "ca.pem"
     ca.cert_pem.write_to_path(str(path))
     return str(path)
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    with contextlib.ExitStack() as stack:  # every server closed, even if one close fails
-
-        def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
-            server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
-            stack.callback(server.close)
-            return server
-
-        yield start
 
 
 def client_for(server: ScriptedServer, ca_file: str, **kwargs: object) -> FaxClient:
@@ -417,11 +404,11 @@ def connect_proxy(allow: bool) -> Callable[[Conn], None]:
     def script(conn: Conn) -> None:
         head = conn.read_head()
         assert head is not None
-        assert head.startswith(b"CONNECT 127.0.0.1:")
+        assert head.startswith(b"CONNECT localhost:")
         if not allow:
             conn.send(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
             return
-        port = int(head.split(b" ")[1].rpartition(b":")[2])
+        port = int(head.split(b" ")[1].rpartition(b":")[2])  # localhost is 127.0.0.1 here
         with socket.create_connection(("127.0.0.1", port), timeout=30) as upstream:
             conn.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
             relay(conn.sock, upstream)
@@ -440,15 +427,7 @@ def test_a_proxy_refusing_connect_is_not_delivered_and_retried(
 ) -> None:
     target = serve(answer_once, tls=server_tls)
     proxy = serve(connect_proxy(allow=False))
-    client = FaxClient(
-        target.url("127.0.0.1"),
-        user_id=USER,
-        pin="4321",
-        retries=RETRIES,
-        retry_backoff=0,
-        verify=ca_file,
-        proxies={"https": proxy.url()},
-    )
+    client = client_for(target, ca_file, proxies={"https": proxy.url()})
     with pytest.raises(ConnectError) as info:
         send(client)
     assert info.value.maybe_delivered is False
@@ -461,15 +440,7 @@ def test_a_tunnel_through_a_proxy_is_recorded_from_the_request_on(
 ) -> None:
     target = serve(reset_after_request, tls=server_tls)
     proxy = serve(connect_proxy(allow=True))
-    client = FaxClient(
-        target.url("127.0.0.1"),
-        user_id=USER,
-        pin="4321",
-        retries=RETRIES,
-        retry_backoff=0,
-        verify=ca_file,
-        proxies={"https": proxy.url()},
-    )
+    client = client_for(target, ca_file, proxies={"https": proxy.url()})
     with pytest.raises(FaxWSError) as info:
         send(client)
     assert info.value.maybe_delivered is True
@@ -482,12 +453,6 @@ def test_a_tunnel_through_a_proxy_carries_the_call(
 ) -> None:
     target = serve(answer_once, tls=server_tls)
     proxy = serve(connect_proxy(allow=True))
-    client = FaxClient(
-        target.url("127.0.0.1"),
-        user_id=USER,
-        pin="4321",
-        verify=ca_file,
-        proxies={"https": proxy.url()},
-    )
+    client = client_for(target, ca_file, proxies={"https": proxy.url()})
     assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
     assert len(target.requests) == 1

@@ -8,11 +8,10 @@ DocumentError; ``maybe_delivered`` is True once bytes went out.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,6 @@ ANSWER = reply(send_response(["J1"]))
 # holds back (the client's send buffer, at most 4 MiB here, plus the server's receive buffer
 # plus one chunk), so a change made then is in the part not read yet.
 BIG = 16 << 20
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    with contextlib.ExitStack() as stack:  # every server closed, even if one close fails
-
-        def start(script: Callable[[Conn], None], **kwargs: object) -> ScriptedServer:
-            server = ScriptedServer(script, **kwargs)  # type: ignore[arg-type]
-            stack.callback(server.close)
-            return server
-
-        yield start
 
 
 def answering(conn: Conn) -> None:
