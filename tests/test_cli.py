@@ -309,6 +309,10 @@ class Lines:
         self._seen.append(line)
         return line
 
+    def join(self, timeout: float = 30.0) -> None:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the stream did not end"
+
     def rest(self, timeout: float = 30.0) -> str:
         """Everything up to the end of the stream (the process must be ending)."""
         self._thread.join(timeout)
@@ -334,12 +338,15 @@ def serve(
     )
     assert proc.stdout is not None
     assert proc.stderr is not None
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
     try:
-        yield proc, Lines(proc.stdout), Lines(proc.stderr)
+        yield proc, out, err
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait(30)
+        out.join()  # the readers end with the process, before their pipes are closed
+        err.join()
         proc.stdout.close()
         proc.stderr.close()
 

@@ -103,7 +103,8 @@ def test_a_large_stdin_document_is_spooled_not_held_in_memory() -> None:
             finally:
                 tracemalloc.stop()
     finally:
-        writer.join()
+        writer.join(60)
+        assert not writer.is_alive()
     with spooled:
         assert document.size == size
         spooled.seek(size - MiB)

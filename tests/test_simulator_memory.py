@@ -80,7 +80,12 @@ class Simulator:
         self._lines: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.url = self._line()
+        try:
+            self.url = self._line()
+        except BaseException:
+            self.proc.kill()  # no child left behind when it never starts
+            self.close()
+            raise
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -102,7 +107,11 @@ class Simulator:
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        self.proc.wait(timeout=120)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
         self._reader.join(timeout=120)
         assert self.proc.stdout is not None
         self.proc.stdout.close()

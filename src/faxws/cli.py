@@ -682,17 +682,22 @@ def _call(
     """Run a client call; errors are raised on to main(), which reports them."""
     from contextlib import ExitStack
 
-    if args.verbose:
-        import logging
-
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("faxws: %(levelname)s: %(message)s"))
-        logger = logging.getLogger("faxws")
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
     # Chosen here, not by the client, so that an interrupted call can still name it.
     out.request_id = args.request_id if args.request_id is not None else _new_request_id()
     with ExitStack() as stack:
+        if args.verbose:
+            import logging
+
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("faxws: %(levelname)s: %(message)s"))
+            logger = logging.getLogger("faxws")
+            level = logger.level
+            logger.addHandler(handler)
+            logger.setLevel(logging.DEBUG)
+            # main() may run more than once in a process (tests, embedding): leave the
+            # logger as it was.
+            stack.callback(logger.setLevel, level)
+            stack.callback(logger.removeHandler, handler)
         result = action(stack)
     if args.json:
         _print_json(sys.stdout, result)
