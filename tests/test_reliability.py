@@ -460,3 +460,28 @@ def test_a_server_fault_may_follow_delivery_and_a_client_fault_does_not(
         send(FaxClient(server.url, user_id="u", pin="1", retries=3))
     assert info.value.maybe_delivered is maybe_delivered
     assert len(server.captured.requests) == 1
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        '<!DOCTYPE r SYSTEM "{url}"><r>&e;</r>',
+        '<!DOCTYPE r [<!ENTITY x SYSTEM "{url}">]><r>&x;</r>',
+        '<!DOCTYPE r [<!ENTITY % p SYSTEM "{url}"> %p;]><r>&e;</r>',
+    ],
+    ids=["external DTD", "external entity", "external parameter entity"],
+)
+def test_a_response_never_makes_the_client_open_an_external_file(
+    capture_server: type[CaptureServer], tripwire: object, form: str, encoding: str
+) -> None:
+    """A UTF-16 answer gets past the byte scan for DOCTYPE; the parser itself must not open
+    what it names (a named pipe that records any open)."""
+    url = tripwire.path.as_uri()  # type: ignore[attr-defined]
+    document = f'<?xml version="1.0" encoding="{encoding.upper()}"?>' + form.format(url=url)
+    body = document.encode(encoding)
+    server = capture_server(lambda raw: http_reply(body))
+    with pytest.raises(ProtocolError, match="DTD"):
+        send(FaxClient(server.url, user_id="u", pin="1", retries=0))
+    tripwire.close()  # type: ignore[attr-defined]
+    assert tripwire.opened is False  # type: ignore[attr-defined]
