@@ -51,6 +51,7 @@ PY_TYPES = {
 # attribute named like one of them would shadow it, so such names get a trailing underscore.
 _MODULE_NAMES = frozenset(
     {"annotations", "dataclass", "ClassVar", "Final", "BinaryContent", "Operation", "XmlField"}
+    | {"Any", "Mapping"}
     | {"XmlType", "NAMESPACE", "Binary", "OPERATIONS", "ELEMENTS"}
 )
 _ANNOTATION_NAMES = frozenset({"str", "int", "bool", "bytes", "tuple", "None"})
@@ -661,8 +662,9 @@ def _render(model: _Model, source: str) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from collections.abc import Mapping",
         "from dataclasses import dataclass",
-        "from typing import ClassVar, Final",
+        "from typing import Any, ClassVar, Final",
         "",
         "from faxws._xsd import BinaryContent, Operation, XmlField, XmlType",
         "",
@@ -705,17 +707,34 @@ def _render(model: _Model, source: str) -> str:
                 f"{complex_ref}, {f.min_occurs}, {max_occurs}),"
             )
         out += ["        ),", "    )"]
-    out += ["", "", "#: Operations of the binding, by name.", "OPERATIONS: Final = {"]
+    # Each operation is a typed constant (Operation[Request, Response]), so that a client's
+    # call returns the output class without a cast; OPERATIONS maps the names to them.
+    constants: dict[str, str] = {}
     for op in model.operations:
+        constant = _python_name(
+            re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op.name).upper(),
+            reserved | set(constants.values()),
+            f"operation {op.name}",
+        )
+        constants[op.name] = constant
         out += [
-            f"    {_str(op.name)}: Operation(",
-            f"        {_str(op.name)},",
-            f"        {_str(op.soap_action)},",
-            f"        {model.element_class(op.input)},",
-            f"        {model.element_class(op.output)},",
-            f"        {_str(op.doc)},",
-            "    ),",
+            "",
+            "",
+            f"{constant}: Final = Operation(",
+            f"    {_str(op.name)},",
+            f"    {_str(op.soap_action)},",
+            f"    {model.element_class(op.input)},",
+            f"    {model.element_class(op.output)},",
+            f"    {_str(op.doc)},",
+            ")",
         ]
+    out += [
+        "",
+        "#: Operations of the binding, by name.",
+        "OPERATIONS: Final[Mapping[str, Operation[Any, Any]]] = {",
+    ]
+    for name, constant in constants.items():
+        out.append(f"    {_str(name)}: {constant},")
     out += [
         "}",
         "",

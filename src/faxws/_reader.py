@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lxml import etree
 
@@ -29,6 +29,9 @@ from faxws.errors import (
 )
 
 _ENVELOPES = {f"{{{SOAP11_NS}}}Envelope": SOAP11_NS, f"{{{SOAP12_NS}}}Envelope": SOAP12_NS}
+
+
+ResponseT = TypeVar("ResponseT")
 
 
 class ReadError(Exception):
@@ -279,12 +282,15 @@ def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: R
     raise ServiceError(code, redact(text), request_id=rid, status_code=status)
 
 
-def interpret(operation: Operation, status: int, content: bytes, rid: str, redact: Redact) -> Any:
+def interpret(
+    operation: Operation[Any, ResponseT], status: int, content: bytes, rid: str, redact: Redact
+) -> ResponseT:
     """A successful answer of ``operation`` as its generated output class, or its error."""
     payload = payload_of(status, content, rid, redact)
     raise_for_ws_error(payload, rid, status, redact)
     try:
-        return read_payload(payload, operation.output)
+        result: ResponseT = read_payload(payload, operation.output)
+        return result
     except ReadError as exc:
         raise ProtocolError(
             exc.message,

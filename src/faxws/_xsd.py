@@ -8,7 +8,7 @@ types and orders.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from faxws._content import Source
 
@@ -54,12 +54,16 @@ class XmlType:
     documentation: str = ""
 
 
+Request = TypeVar("Request")
+Response = TypeVar("Response")
+
+
 @dataclass(frozen=True, slots=True)
-class Operation:
-    """One operation of the binding."""
+class Operation(Generic[Request, Response]):
+    """One operation of the binding: a call with ``input`` answers ``output``."""
 
     name: str
     soap_action: str
-    input: type[Any]
-    output: type[Any]
+    input: type[Request]
+    output: type[Response]
     documentation: str = ""

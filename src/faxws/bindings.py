@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from faxws._xsd import BinaryContent, Operation, XmlField, XmlType
 
@@ -226,22 +227,27 @@ class GetFaxBroadcastReportResponse:
     )
 
 
+SEND_FAX: Final = Operation(
+    "SendFax",
+    "",
+    SendFax,
+    FaxSendResponse,
+    "Submit a fax job.",
+)
+
+
+GET_FAX_BROADCAST_REPORT: Final = Operation(
+    "GetFaxBroadcastReport",
+    "",
+    GetFaxBroadcastReport,
+    GetFaxBroadcastReportResponse,
+    "Request the broadcast report of a fax job.",
+)
+
 #: Operations of the binding, by name.
-OPERATIONS: Final = {
-    "SendFax": Operation(
-        "SendFax",
-        "",
-        SendFax,
-        FaxSendResponse,
-        "Submit a fax job.",
-    ),
-    "GetFaxBroadcastReport": Operation(
-        "GetFaxBroadcastReport",
-        "",
-        GetFaxBroadcastReport,
-        GetFaxBroadcastReportResponse,
-        "Request the broadcast report of a fax job.",
-    ),
+OPERATIONS: Final[Mapping[str, Operation[Any, Any]]] = {
+    "SendFax": SEND_FAX,
+    "GetFaxBroadcastReport": GET_FAX_BROADCAST_REPORT,
 }
 
 #: Classes of the top-level elements, by element name.

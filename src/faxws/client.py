@@ -6,7 +6,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
@@ -28,26 +28,27 @@ from faxws._wire import OpenBody, envelope
 from faxws._xsd import Operation
 from faxws.auth import Credentials, credentials_from
 from faxws.bindings import (
-    OPERATIONS,
+    GET_FAX_BROADCAST_REPORT,
+    SEND_FAX,
     FaxJobFile,
     FaxJobFiles,
     FaxJobRecipient,
     FaxJobRecipients,
-    FaxSendResponse,
     GetFaxBroadcastReport,
-    GetFaxBroadcastReportResponse,
     SendFax,
 )
 from faxws.errors import (
     BadInputError,
     FaxWSError,
-    ProtocolError,
     TransportError,
 )
 from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
 from faxws.validation import check_request
 
 __all__ = ["FaxClient"]
+
+RequestT = TypeVar("RequestT")
+ResponseT = TypeVar("ResponseT")
 
 
 def service_url(
@@ -227,9 +228,7 @@ class FaxClient:
         self, rid: str, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
     ) -> SendFaxResult:
         request = self._send_fax_request(recipients, files)
-        response, raw = self._call(OPERATIONS["SendFax"], request, rid, idempotent=False)
-        if not isinstance(response, FaxSendResponse):
-            raise ProtocolError("the response is not a FaxSendResponse", request_id=rid)
+        response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
         if len(job_ids) != len(request.recipients.item):
             # Not an error: the job was accepted, and raising would invite a second send.
@@ -272,13 +271,7 @@ class FaxClient:
         self, rid: str, job_id: str, recipient_type: int | None, recip_address: str | None
     ) -> BroadcastReportResult:
         request = self._report_request(job_id, recipient_type, recip_address)
-        response, raw = self._call(
-            OPERATIONS["GetFaxBroadcastReport"], request, rid, idempotent=True
-        )
-        if not isinstance(response, GetFaxBroadcastReportResponse):
-            raise ProtocolError(
-                "the response is not a GetFaxBroadcastReportResponse", request_id=rid
-            )
+        _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
         return BroadcastReportResult(
             job_id=request.job_id,
             request_id=rid,
@@ -325,8 +318,13 @@ class FaxClient:
     # -- the exchange -----------------------------------------------------------------------
 
     def _call(
-        self, operation: Operation, request: Any, rid: str, *, idempotent: bool
-    ) -> tuple[Any, RawResponse]:
+        self,
+        operation: Operation[RequestT, ResponseT],
+        request: RequestT,
+        rid: str,
+        *,
+        idempotent: bool,
+    ) -> tuple[ResponseT, RawResponse]:
         body = envelope(request)
         # The bindings and the checks above should make this unreachable; the schema has
         # the last word all the same, before anything is sent.
@@ -336,8 +334,8 @@ class FaxClient:
             return self._exchange(operation, opened, rid, idempotent=idempotent)
 
     def _exchange(
-        self, operation: Operation, body: OpenBody, rid: str, *, idempotent: bool
-    ) -> tuple[Any, RawResponse]:
+        self, operation: Operation[Any, ResponseT], body: OpenBody, rid: str, *, idempotent: bool
+    ) -> tuple[ResponseT, RawResponse]:
         payload = body.payload()
         attempt = 0
         refreshed = False
@@ -380,7 +378,7 @@ class FaxClient:
                 continue
             return interpret(operation, raw.status, raw.content, rid, self._auth.redact), raw
 
-    def _back_off(self, operation: Operation, rid: str, attempt: int, why: str) -> int:
+    def _back_off(self, operation: Operation[Any, Any], rid: str, attempt: int, why: str) -> int:
         delay = self._retry_backoff * (2**attempt)
         logger.info("%s request_id=%s: %s, retrying in %.2fs", operation.name, rid, why, delay)
         time.sleep(delay)
