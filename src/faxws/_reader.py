@@ -18,7 +18,15 @@ from lxml import etree
 from faxws import _safexml
 from faxws._log import logger
 from faxws._soap import SOAP11_NS, SOAP12_NS
-from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, NAMESPACE, Operation, XmlType
+from faxws._xsd import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    Operation,
+    XmlType,
+    namespace_of,
+)
 from faxws.errors import (
     AuthenticationError,
     HTTPStatusError,
@@ -108,7 +116,7 @@ def _name(element: etree._Element) -> str:
 def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
     """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
     xml: XmlType = cls.__xml__
-    expected = f"{{{NAMESPACE}}}{xml.name}"
+    expected = f"{{{namespace_of(cls)}}}{xml.name}"
     if payload.tag != expected:
         raise ReadError(f"expected the element {expected}, got {_name(payload)}")
     return _read(payload, cls, f"/{xml.name}")
@@ -116,6 +124,7 @@ def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
 
 def _read(element: etree._Element, cls: type[Any], path: str) -> Any:
     xml: XmlType = cls.__xml__
+    namespace = namespace_of(cls)
     by_name: dict[str, list[etree._Element]] = {}
     for child in element:
         if not isinstance(child.tag, str):
@@ -123,7 +132,7 @@ def _read(element: etree._Element, cls: type[Any], path: str) -> Any:
         by_name.setdefault(str(child.tag), []).append(child)
     values: dict[str, Any] = {}
     for f in xml.fields:
-        found = by_name.pop(f"{{{NAMESPACE}}}{f.name}", [])
+        found = by_name.pop(f"{{{namespace}}}{f.name}", [])
         if len(found) < f.min_occurs:
             raise ReadError(f"the response lacks {path}/{f.name}")
         if f.max_occurs is not None and len(found) > f.max_occurs:

@@ -7,6 +7,7 @@ types and orders.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -67,3 +68,10 @@ class Operation(Generic[Request, Response]):
     input: type[Request]
     output: type[Response]
     documentation: str = ""
+
+
+def namespace_of(cls: type[Any]) -> str:
+    """The target namespace of a generated class: its bindings module's ``NAMESPACE``, so that
+    bindings generated from another WSDL write and read their own namespace."""
+    namespace = getattr(sys.modules.get(cls.__module__), "NAMESPACE", NAMESPACE)
+    return namespace if isinstance(namespace, str) else NAMESPACE
