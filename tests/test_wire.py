@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -35,6 +37,54 @@ def report(client: FaxClient) -> None:
     )
 
 
+def zeep_send(client: Any) -> None:
+    empty = dict.fromkeys(("RecipCompany", "RecipTitle", "RecipName", "RecipSecureCSID"), "")
+    recipients = [
+        {
+            **empty,
+            "RecipFaxNumber": "+1 555 0100",
+            "RecipCompany": "ACME & Sons",
+            "RecipTitle": "Dr",
+            "RecipName": "Bob <B>",
+        },
+        {**empty, "RecipFaxNumber": "+44 20 7946 0000", "RecipSecureCSID": "CSID-9"},
+    ]
+    with client.settings(extra_http_headers={"x-ch-request-id": "req-golden-1"}):
+        client.service.SendFax(
+            Recipients={"item": recipients},
+            FaxJobFiles={
+                "item": [
+                    {"FileIndex": 1, "FileTypeId": 101, "FileData": PDF},
+                    {"FileIndex": 2, "FileTypeId": 105, "FileData": b"hello fax\n"},
+                ]
+            },
+        )
+
+
+def zeep_report(client: Any) -> None:
+    with client.settings(extra_http_headers={"x-ch-request-id": "req-golden-2"}):
+        client.service.GetFaxBroadcastReport(
+            JobId="JOB-42", RecipientType=1, RecipAddress="ops@example.com"
+        )
+
+
+#: The faces that write these requests: the typed client, and zeep's client through
+#: faxws.zeep with the packaged WSDL and with the vendor's.
+FACES = ("FaxClient", "zeep", "zeep-vendor")
+VENDOR_WSDL = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+
+
+def call_on(face: str, creds: dict[str, str], call: Callable[[FaxClient], None]) -> None:
+    if face == "FaxClient":
+        call(FaxClient("https://fax.example.com", user_id=USER, **creds))  # type: ignore[arg-type]
+        return
+    from faxws.zeep import make_client
+
+    wsdl = VENDOR_WSDL if face == "zeep-vendor" else None
+    client = make_client("https://fax.example.com", user_id=USER, wsdl=wsdl, **creds)  # type: ignore[arg-type]
+    (zeep_send if call is send else zeep_report)(client)
+
+
 CASES = {
     "send_fax_oauth": ({"token": TOKEN}, send, send_response(["J1", "J2"])),
     "send_fax_pin": ({"pin": PIN}, send, send_response(["J1", "J2"])),
@@ -43,21 +93,25 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("face", FACES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_body_matches_golden_file(mocked: responses.RequestsMock, name: str) -> None:
+def test_body_matches_golden_file(mocked: responses.RequestsMock, name: str, face: str) -> None:
     creds, call, answer = CASES[name]
     mocked.post(URL, body=answer)
-    call(FaxClient("https://fax.example.com", user_id=USER, **creds))  # type: ignore[arg-type]
+    call_on(face, creds, call)
     body = mocked.calls[0].request.body
     assert isinstance(body, bytes)
     assert body == (GOLDEN / f"{name}.xml").read_bytes()
 
 
+@pytest.mark.parametrize("face", FACES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_headers_are_exactly_the_contract(mocked: responses.RequestsMock, name: str) -> None:
+def test_headers_are_exactly_the_contract(
+    mocked: responses.RequestsMock, name: str, face: str
+) -> None:
     creds, call, answer = CASES[name]
     mocked.post(URL, body=answer)
-    call(FaxClient("https://fax.example.com", user_id=USER, **creds))  # type: ignore[arg-type]
+    call_on(face, creds, call)
     request = mocked.calls[0].request
     assert request.method == "POST"
     assert request.url == URL

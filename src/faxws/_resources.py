@@ -28,3 +28,10 @@ def xsd_path() -> Iterator[Path]:
     """A real file path of the XSD (extracted if the package is zipped)."""
     with resources.as_file(_folder().joinpath(XSD_NAME)) as path:
         yield path
+
+
+@contextlib.contextmanager
+def wsdl_path() -> Iterator[Path]:
+    """A real file path of the WSDL, with the XSD it imports beside it."""
+    with resources.as_file(_folder()) as folder:
+        yield Path(folder) / WSDL_NAME

@@ -12,12 +12,14 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
+from lxml import etree
+
 from faxws._content import BytesSource, Opened, Reader, Source, open_all
 from faxws._soap import SOAP11_NS
 from faxws._xsd import NAMESPACE, XmlType
-from faxws.errors import DocumentError
+from faxws.errors import BadInputError, DocumentError
 
-__all__ = ["Body", "OpenBody", "envelope"]
+__all__ = ["Body", "OpenBody", "envelope", "payload_envelope"]
 
 
 PROLOG = (
@@ -176,3 +178,49 @@ def envelope(obj: Any) -> Body:
     buf.append(f"</{xml.name}>")
     parts.append("".join(buf).encode() + EPILOG)
     return Body(parts)
+
+
+def payload_envelope(payload: etree._Element) -> bytes:
+    """The whole request document for a payload element built elsewhere (zeep's, for any
+    operation of a FaxWS WSDL), in the form :func:`envelope` writes: the payload's namespace
+    as the default one, no prefixes, ``<X/>`` for empty elements inside the payload (the
+    payload element itself always opened and closed), the same escaping.
+
+    Only what that form can carry is accepted: elements of the payload's namespace holding
+    either text or elements. Anything else (attributes such as ``xsi:nil`` or ``xsi:type``,
+    elements of another namespace, mixed content) raises :class:`BadInputError` naming the
+    element, before anything is sent.
+    """
+    qname = etree.QName(payload)
+    namespace = qname.namespace or ""
+    buf = [f'<{qname.localname} xmlns="{namespace}">']
+    _write_element_content(payload, namespace, f"/{qname.localname}", buf)
+    buf.append(f"</{qname.localname}>")
+    return PROLOG + "".join(buf).encode() + EPILOG
+
+
+def _write_element_content(
+    element: etree._Element, namespace: str, path: str, buf: list[str]
+) -> None:
+    if element.attrib:
+        raise BadInputError(
+            path, f"has attributes ({', '.join(str(k) for k in element.attrib)}), not sent"
+        )
+    children = [c for c in element if isinstance(c.tag, str)]
+    text = element.text or ""
+    if children and text.strip():
+        raise BadInputError(path, "mixes text and elements")
+    if not children:
+        buf.append(text.translate(_ESCAPES))
+        return
+    for child in children:
+        qname = etree.QName(child)
+        name = qname.localname
+        child_path = f"{path}/{name}"
+        if (qname.namespace or "") != namespace:
+            raise BadInputError(child_path, f"is not in the namespace {namespace!r}")
+        if (child.tail or "").strip():
+            raise BadInputError(child_path, "is followed by text")
+        inner: list[str] = []
+        _write_element_content(child, namespace, child_path, inner)
+        buf.append(f"<{name}>{''.join(inner)}</{name}>" if inner != [""] else f"<{name}/>")

@@ -1,0 +1,389 @@
+"""zeep's own client for any FaxWS WSDL, on faxws's wire form, authentication and errors.
+
+    from faxws.zeep import make_client
+    client = make_client("https://fax.example.com", user_id="mbx1234567890", token=provider)
+    with client.settings(extra_http_headers={"x-ch-request-id": "order-42"}):
+        status = client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]})
+
+zeep builds the request from the WSDL and reads the answer; faxws does everything between:
+:class:`FaxWSPlugin` fills ``UserID`` and ``strPIN`` by the authentication mode, and
+:class:`FaxWSTransport` writes the envelope in the contract's form (:func:`faxws._wire.
+payload_envelope`), posts it through faxws's HTTP transport (bytes-written tracking, bounded
+responses, no redirects, no environment) and reads the answer with faxws's hardened reader, so
+that faults, HTTP errors and non-zero ``WSError`` values are faxws errors before zeep sees
+anything. zeep only deserializes successful answers.
+
+This is the only module of faxws that imports zeep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import zeep
+from lxml import etree
+
+from faxws import _resources
+from faxws._checks import check_int, check_request_id, check_text
+from faxws._log import logger
+from faxws._reader import ReadError, parse_document, payload_of, raise_for_ws_error, soap_payload
+from faxws._soap import SOAP11_NS, may_retry, request_headers
+from faxws._transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT,
+    HttpTransport,
+    RawResponse,
+    Timeout,
+    check_proxies,
+    check_timeout,
+    check_verify,
+)
+from faxws._version import __version__
+from faxws._wire import payload_envelope
+from faxws.auth import Credentials, credentials_from
+from faxws.client import _call_boundary, _refuse_plain_proxy, service_url
+from faxws.errors import BadInputError, TransportError
+
+__all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
+
+#: Operations whose names start with these only read, so they may be sent again after a
+#: failure that may have followed delivery. Every other operation is never re-sent once a
+#: byte of it may have reached the service.
+IDEMPOTENT_PREFIXES = ("Get", "Check", "SimpleGet")
+#: The request elements the integration fills in, in this order of precedence.
+_AUTH_FIELDS = ("UserID", "strPIN")
+#: zeep's own headers, replaced by the contract's; any other one a caller adds is refused.
+_ZEEP_HEADERS = frozenset({"content-type", "soapaction"})
+_REQUEST_ID = "x-ch-request-id"
+
+
+class FaxWSPlugin(zeep.Plugin):
+    """Fills ``UserID`` and ``strPIN`` of every request that has them: the PIN in PIN mode,
+    an empty ``strPIN`` in OAuth 2.0 mode, whatever the caller passed.
+
+    :func:`make_client` installs it with the matching :class:`FaxWSTransport`, which adds the
+    Authorization header in OAuth 2.0 mode and refuses a PIN next to it.
+    """
+
+    def __init__(
+        self,
+        *,
+        user_id: str,
+        token: str | Callable[[], str] | None = None,
+        pin: str | None = None,
+    ) -> None:
+        self.user_id = check_text("user_id", user_id, required=True)
+        self.credentials: Credentials = credentials_from(token, pin)
+        # Operation name -> its request's child names in schema order (zeep computes the
+        # list afresh on every access).
+        self._orders: dict[str, list[str]] = {}
+
+    def __repr__(self) -> str:
+        return f"FaxWSPlugin(user_id={self.user_id!r}, auth={self.credentials!r})"
+
+    def egress(
+        self, envelope: Any, http_headers: Any, operation: Any, binding_options: Any
+    ) -> tuple[Any, Any]:
+        payload = _payload(envelope)
+        order = self._orders.get(operation.name)
+        if order is None:
+            order = self._orders[operation.name] = [name for name, _ in _elements(operation)]
+        values = {"UserID": self.user_id, "strPIN": self.credentials.pin()}
+        for name in _AUTH_FIELDS:
+            if name in order:
+                _set_child(payload, name, values[name], order)
+        return envelope, http_headers
+
+
+def _elements(operation: Any) -> list[tuple[str, Any]]:
+    body = getattr(operation.input, "body", None)
+    elements = getattr(getattr(body, "type", None), "elements", None)
+    return list(elements) if elements is not None else []
+
+
+def _payload(envelope: etree._Element) -> etree._Element:
+    body = envelope.find(f"{{{SOAP11_NS}}}Body")
+    children = [] if body is None else [c for c in body if isinstance(c.tag, str)]
+    if len(children) != 1:
+        raise BadInputError("request", f"the SOAP Body holds {len(children)} elements, not 1")
+    return children[0]
+
+
+def _set_child(payload: etree._Element, name: str, text: str, order: list[str]) -> None:
+    """Set the child ``name`` of ``payload`` to ``text``, adding it in its schema place."""
+    namespace = etree.QName(payload).namespace
+    tag = f"{{{namespace}}}{name}" if namespace else name
+    child = payload.find(tag)
+    if child is None:
+        rank = order.index(name)
+        child = etree.Element(tag)
+        later = [
+            c
+            for c in payload
+            if isinstance(c.tag, str)
+            and etree.QName(c).localname in order
+            and order.index(etree.QName(c).localname) > rank
+        ]
+        if later:
+            later[0].addprevious(child)
+        else:
+            payload.append(child)
+    for extra in list(child):
+        child.remove(extra)
+    child.text = text
+
+
+class FaxWSTransport(zeep.Transport):
+    """A zeep transport that sends the contract's wire form through faxws's HTTP transport.
+
+    Requests go only to the client's service URL. Each call: the caller's ``x-ch-request-id``
+    (from ``client.settings(extra_http_headers=...)``) or a fresh UUID4; the contract's
+    headers; the Bearer token fetched per attempt, with one retry after a 401 for token
+    providers; retries only as :func:`faxws._soap.may_retry` allows, with operations named
+    ``Get…``, ``Check…`` or ``SimpleGet…`` counted as idempotent. Answers are read by faxws
+    first: faults, HTTP errors and a non-zero ``WSError`` raise faxws errors.
+
+    WSDL and XSD documents are read from local files only.
+    """
+
+    def __init__(
+        self,
+        http: HttpTransport,
+        credentials: Credentials,
+        *,
+        retries: int,
+        retry_backoff: float,
+    ) -> None:
+        session = requests.Session()
+        session.trust_env = False
+        super().__init__(session=session)  # type: ignore[no-untyped-call]
+        self.http = http
+        self.credentials = credentials
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+
+    def __repr__(self) -> str:
+        return f"FaxWSTransport(url={self.http.url!r}, auth={self.credentials!r})"
+
+    def close(self) -> None:
+        self.http.close()
+        self.session.close()
+
+    # -- documents (the WSDL and its schemas) --
+
+    def load(self, url: str) -> bytes:
+        if urlsplit(url).scheme in ("http", "https"):
+            raise BadInputError("wsdl", f"refers to {url}; only local files are read")
+        data: bytes = super().load(url)  # type: ignore[no-untyped-call]
+        return data
+
+    def get(self, address: str, params: Any, headers: Any) -> Any:
+        raise BadInputError("operation", "HTTP GET bindings are not part of the contract")
+
+    # -- calls --
+
+    def post_xml(self, address: str, envelope: etree._Element, headers: Any) -> Any:
+        header = envelope.find(f"{{{SOAP11_NS}}}Header")
+        if header is not None and len(header):
+            raise BadInputError("_soapheaders", "SOAP headers are not part of the contract")
+        return self._call(address, _payload(envelope), headers)
+
+    def post(self, address: str, message: bytes | str, headers: Any) -> Any:
+        """A serialized envelope: read back and written again in the contract's form."""
+        data = message.encode() if isinstance(message, str) else message
+        try:
+            payload = soap_payload(parse_document(data))
+        except ReadError as exc:
+            raise BadInputError("message", exc.message) from None
+        return self._call(address, payload, headers)
+
+    def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
+        rid, soap_action = _request_headers(headers)
+        with _call_boundary(rid):
+            if address != self.http.url:
+                raise BadInputError(
+                    "address", f"is {address!r}; this client posts only to {self.http.url}"
+                )
+            pin = payload.find(f"{{{etree.QName(payload).namespace}}}strPIN")
+            if self.credentials.mode != "pin" and pin is not None and (pin.text or ""):
+                raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
+            name = etree.QName(payload).localname
+            body = payload_envelope(payload)
+            raw = self._exchange(name, body, rid, soap_action)
+            return _response(raw, self.http.url)
+
+    def _exchange(self, name: str, body: bytes, rid: str, soap_action: str) -> RawResponse:
+        idempotent = name.startswith(IDEMPOTENT_PREFIXES)
+        redact = self.credentials.redact
+        attempt = 0
+        refreshed = False
+        while True:
+            token = self.credentials.bearer_token(rid)
+            logger.debug(
+                "%s request_id=%s POST %s (%d bytes, attempt %d)",
+                name,
+                rid,
+                self.http.url,
+                len(body),
+                attempt + 1,
+            )
+            try:
+                raw = self.http.post(body, request_headers(rid, token, soap_action), rid)
+            except TransportError as exc:
+                if may_retry(idempotent=idempotent, error=exc) and attempt < self.retries:
+                    attempt = self._back_off(name, rid, attempt, type(exc).__name__)
+                    continue
+                raise
+            logger.debug("%s request_id=%s HTTP %d", name, rid, raw.status)
+            if raw.status == 401 and not refreshed and self.credentials.refresh():
+                refreshed = True
+                continue
+            if may_retry(idempotent=idempotent, status=raw.status) and attempt < self.retries:
+                attempt = self._back_off(name, rid, attempt, f"HTTP {raw.status}")
+                continue
+            payload = payload_of(raw.status, raw.content, rid, redact)
+            if _has_child(payload, "WSError"):
+                raise_for_ws_error(payload, rid, raw.status, redact)
+            return raw
+
+    def _back_off(self, name: str, rid: str, attempt: int, why: str) -> int:
+        delay = self.retry_backoff * (2**attempt)
+        logger.info("%s request_id=%s: %s, retrying in %.2fs", name, rid, why, delay)
+        time.sleep(delay)
+        return attempt + 1
+
+
+def _request_headers(headers: Mapping[str, str]) -> tuple[str, str]:
+    """(request id, soapAction) from zeep's headers and the caller's extra ones."""
+    rid: str | None = None
+    soap_action = ""
+    for key, value in headers.items():
+        lower = key.lower()
+        if lower == _REQUEST_ID:
+            rid = value
+        elif lower == "soapaction":
+            soap_action = value.strip('"')
+        elif lower not in _ZEEP_HEADERS:
+            raise BadInputError(
+                f"extra_http_headers[{key!r}]",
+                "is not sent: requests carry exactly the contract's headers",
+            )
+    return (str(uuid.uuid4()) if rid is None else check_request_id(rid)), soap_action
+
+
+def _has_child(element: etree._Element, local: str) -> bool:
+    return any(isinstance(c.tag, str) and etree.QName(c).localname == local for c in element)
+
+
+def _response(raw: RawResponse, url: str) -> requests.Response:
+    """The answer as zeep expects it (a requests.Response), from the bytes already read."""
+    response = requests.Response()
+    response.status_code = raw.status
+    response.headers = requests.structures.CaseInsensitiveDict(raw.headers)
+    response._content = raw.content
+    response.encoding = "utf-8"
+    response.url = url
+    return response
+
+
+def _loosen_auth_fields(client: Any) -> None:
+    """Make ``UserID`` and ``strPIN`` optional in this client's copy of the schema, so that
+    zeep serializes a request without them and the plugin fills them in."""
+    for binding in client.wsdl.bindings.values():
+        for operation in binding.all().values():
+            for name, element in _elements(operation):
+                if name in _AUTH_FIELDS:
+                    element.min_occurs = 0
+
+
+def make_client(
+    base_url: str,
+    *,
+    user_id: str,
+    token: str | Callable[[], str] | None = None,
+    pin: str | None = None,
+    wsdl: str | os.PathLike[str] | None = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    verify: bool | str = True,
+    proxies: Mapping[str, str] | None = None,
+    allow_insecure_http: bool = False,
+    retries: int = 2,
+    retry_backoff: float = 0.5,
+    max_connections: int = 16,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> zeep.Client:
+    """A ``zeep.Client`` for a FaxWS WSDL (the packaged one by default, or a local file such
+    as the vendor's), posting to ``{base_url}/fax/v5`` in the contract's wire form.
+
+    The arguments are those of :class:`faxws.FaxClient`, checked the same way; ``retries``
+    applies to operations named ``Get…``, ``Check…`` and ``SimpleGet…`` after any transport
+    error or HTTP 502/503/504, and to every operation when no byte was sent.
+    """
+    plugin = FaxWSPlugin(user_id=user_id, token=token, pin=pin)
+    url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+    checked_retries = check_int("retries", retries, 0, 10)
+    if (
+        isinstance(retry_backoff, bool)
+        or not isinstance(retry_backoff, (int, float))
+        or not 0 <= retry_backoff <= 3600
+    ):
+        raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
+    checked_proxies = check_proxies("proxies", proxies)
+    if url.startswith("http:") and not allow_insecure_http:
+        _refuse_plain_proxy(checked_proxies)
+    http = HttpTransport(
+        url,
+        timeout=check_timeout("timeout", timeout),
+        verify=check_verify("verify", verify),
+        proxies=checked_proxies,
+        max_connections=check_int("max_connections", max_connections, 1, 1024),
+        max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
+        user_agent=f"faxws/{__version__}",
+        redact=plugin.credentials.redact,
+    )
+    transport = FaxWSTransport(
+        http, plugin.credentials, retries=checked_retries, retry_backoff=float(retry_backoff)
+    )
+    settings = zeep.Settings(
+        strict=True, forbid_dtd=True, forbid_entities=True, forbid_external=True
+    )
+    with _wsdl_file(wsdl) as path:
+        try:
+            client = zeep.Client(  # type: ignore[no-untyped-call]
+                str(path), transport=transport, plugins=[plugin], settings=settings
+            )
+        except BadInputError:
+            raise
+        except Exception as exc:
+            raise BadInputError("wsdl", f"cannot be loaded ({type(exc).__name__})") from None
+    for service in client.wsdl.services.values():
+        for port in service.ports.values():
+            port.binding_options["address"] = url
+    _loosen_auth_fields(client)
+    return client
+
+
+@contextlib.contextmanager
+def _wsdl_file(wsdl: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """The WSDL's local path: the given one (checked), or the packaged one."""
+    if wsdl is None:
+        with _resources.wsdl_path() as packaged:
+            yield packaged
+        return
+    if not isinstance(wsdl, (str, os.PathLike)):
+        raise BadInputError("wsdl", f"must be a path, not {type(wsdl).__name__}")
+    text = str(os.fspath(wsdl))
+    if urlsplit(text).scheme in ("http", "https"):
+        raise BadInputError("wsdl", "must be a local file, not a URL")
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise BadInputError("wsdl", f"no file at {text!r}")
+    yield path.resolve()

@@ -1,0 +1,438 @@
+"""faxws.zeep: zeep's own client for any FaxWS WSDL, on faxws's wire form, auth and errors."""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zeep
+
+from conftest import (
+    GOLDEN,
+    CaptureServer,
+    envelope,
+    fault_response,
+    http_reply,
+    report_response,
+    send_response,
+)
+from faxws.errors import (
+    AuthenticationError,
+    BadInputError,
+    ConnectError,
+    HTTPStatusError,
+    ProtocolError,
+    ServiceError,
+    SoapFaultError,
+    TransportError,
+)
+from faxws.testing import DEMO_PIN, DEMO_TOKEN, DEMO_USER_ID, FaxWSSimulator
+from faxws.zeep import FaxWSPlugin, FaxWSTransport, make_client
+
+VENDOR = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+WSDLS = {"packaged": None, "vendor": VENDOR}
+USER = "mbx1234567890"
+PIN = "pin-Marker-7f3a"
+TOKEN = "tok-Marker-91c2"
+
+Server = Callable[[Callable[[bytes], bytes | None]], CaptureServer]
+
+RECIPIENT = {
+    "RecipFaxNumber": "+1 555 0100",
+    "RecipCompany": "",
+    "RecipTitle": "",
+    "RecipName": "",
+    "RecipSecureCSID": "",
+}
+FILE = {"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF-1.4"}
+STATUS_RESPONSE = envelope(
+    '<FaxStatusResponse xmlns="urn:FaxWS"><return>true</return><FaxStatusList><item>'
+    "<FaxJobId>J1</FaxJobId><FaxJobStatusId>1</FaxJobStatusId>"
+    "<StatusDescription>Sent &amp; confirmed</StatusDescription>"
+    "<Error><ErrorCode>0</ErrorCode><ErrorString/></Error></item></FaxStatusList>"
+    "<WSError><ErrorCode>0</ErrorCode><ErrorString/></WSError></FaxStatusResponse>"
+)
+
+
+def split(raw: bytes) -> tuple[dict[str, str], bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    headers = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers, body
+
+
+def send(client: Any) -> Any:
+    return client.service.SendFax(Recipients={"item": [RECIPIENT]}, FaxJobFiles={"item": [FILE]})
+
+
+def status(client: Any) -> Any:
+    return client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]})
+
+
+def answering(body: bytes, status_line: str = "200 OK") -> Callable[[bytes], bytes]:
+    return lambda raw: http_reply(body, status_line)
+
+
+# -- the client -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wsdl", sorted(WSDLS))
+def test_make_client_is_a_zeep_client_posting_to_base_url(wsdl: str) -> None:
+    client = make_client("https://fax.example.com/", user_id=USER, pin=PIN, wsdl=WSDLS[wsdl])
+    assert type(client) is zeep.Client
+    assert isinstance(client.transport, FaxWSTransport)
+    assert [type(p) for p in client.plugins] == [FaxWSPlugin]
+    assert client.service._binding_options["address"] == "https://fax.example.com/fax/v5"
+    assert client.settings.forbid_dtd
+    assert client.settings.forbid_entities
+    assert client.settings.forbid_external
+    assert client.transport.session.trust_env is False
+    assert client.transport.http._session.trust_env is False
+    assert PIN not in repr(client.transport) + repr(client.plugins[0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"base_url": "http://fax.example.com"}, "base_url"),
+        ({"timeout": math.nan}, "timeout"),
+        ({"retries": 11}, "retries"),
+        ({"retry_backoff": -1}, "retry_backoff"),
+        ({"max_connections": 0}, "max_connections"),
+        ({"proxies": {"https": "ftp://proxy"}}, "proxies['https']"),
+        ({"verify": "/nonexistent/ca.pem"}, "verify"),
+        ({"user_id": ""}, "user_id"),
+        ({"pin": None}, "token/pin"),
+        ({"wsdl": "https://fax.example.com/FaxWS.wsdl"}, "wsdl"),
+        ({"wsdl": "/nonexistent/FaxWS.wsdl"}, "wsdl"),
+    ],
+)
+def test_options_are_checked_like_the_typed_client(kwargs: dict[str, Any], field: str) -> None:
+    args: dict[str, Any] = {"base_url": "https://fax.example.com", "user_id": USER, "pin": PIN}
+    args.update(kwargs)
+    with pytest.raises(BadInputError) as info:
+        make_client(**args)
+    assert info.value.field == field
+
+
+# -- the wire form --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wsdl", sorted(WSDLS))
+@pytest.mark.parametrize("mode", ["pin", "token"])
+def test_raw_request_on_a_socket_is_the_contract(
+    capture_server: Server, wsdl: str, mode: str
+) -> None:
+    """Headers once each, exactly; the golden body; auth by the mode, whatever the caller
+    passed as strPIN or UserID."""
+    server = capture_server(answering(report_response()))
+    creds = {"pin": "s3cret-PIN"} if mode == "pin" else {"token": "tok-123.abc"}
+    client = make_client(server.url, user_id=USER, wsdl=WSDLS[wsdl], **creds)  # type: ignore[arg-type]
+    with client.settings(extra_http_headers={"x-ch-request-id": "req-golden-2"}):
+        client.service.GetFaxBroadcastReport(
+            UserID="someone-else",
+            strPIN="caller-PIN",
+            JobId="JOB-42",
+            RecipientType=1,
+            RecipAddress="ops@example.com",
+        )
+    raw = server.captured.requests[0]
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /fax/v5 HTTP/1.1"
+    fields = [line.split(b":", 1)[0].lower() for line in lines[1:]]
+    assert len(fields) == len(set(fields))
+    assert b"Content-Type: application/soap+xml; charset=utf-8" in lines
+    assert b"SOAPAction: " in lines or b"SOAPAction:" in lines
+    assert b"x-ch-request-id: req-golden-2" in lines
+    assert f"Content-Length: {len(body)}".encode() in lines
+    assert b"transfer-encoding" not in fields
+    if mode == "pin":
+        assert b"authorization" not in fields
+        assert body == (GOLDEN / "report_pin.xml").read_bytes()
+    else:
+        assert b"Authorization: Bearer tok-123.abc" in lines
+        assert body == (GOLDEN / "report_oauth.xml").read_bytes()
+    assert b"caller-PIN" not in raw
+    assert b"someone-else" not in raw
+
+
+def test_auth_fields_are_filled_in_their_schema_place(capture_server: Server) -> None:
+    server = capture_server(answering(STATUS_RESPONSE))
+    client = make_client(server.url, user_id=USER, token=TOKEN, wsdl=VENDOR)
+    status(client)
+    _, body = split(server.captured.requests[0])
+    assert (
+        f'<GetFaxStatus xmlns="urn:FaxWS"><UserID>{USER}</UserID><strPIN/>'
+        "<FaxJobIds><item><JobId>J1</JobId></item></FaxJobIds></GetFaxStatus>"
+    ).encode() in body
+
+
+def test_a_pin_never_goes_next_to_a_bearer_header_even_without_the_plugin(
+    capture_server: Server,
+) -> None:
+    server = capture_server(answering(report_response()))
+    client = make_client(server.url, user_id=USER, token=TOKEN)
+    client.plugins.clear()
+    with pytest.raises(BadInputError) as info:
+        client.service.GetFaxBroadcastReport(
+            UserID=USER, strPIN="caller-PIN", JobId="J", RecipientType=0, RecipAddress=""
+        )
+    assert info.value.field == "strPIN"
+    assert server.captured.requests == []
+
+
+def test_text_is_escaped_like_the_typed_client(capture_server: Server) -> None:
+    server = capture_server(answering(send_response(["J1"])))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    recipient = {**RECIPIENT, "RecipCompany": "A & B <C>", "RecipName": " "}
+    client.service.SendFax(Recipients={"item": [recipient]}, FaxJobFiles={"item": [FILE]})
+    _, body = split(server.captured.requests[0])
+    assert (
+        b"<RecipCompany>A &amp; B &lt;C&gt;</RecipCompany><RecipTitle/><RecipName> </RecipName>"
+        in body
+    )
+
+
+def test_other_headers_and_soap_headers_are_refused(capture_server: Server) -> None:
+    server = capture_server(answering(report_response()))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with (
+        client.settings(extra_http_headers={"Authorization": "Bearer x"}),
+        pytest.raises(BadInputError, match="Authorization"),
+    ):
+        send(client)
+    assert server.captured.requests == []
+
+
+# -- request ids ----------------------------------------------------------------------------
+
+
+def test_request_id_is_a_fresh_uuid4_per_call(capture_server: Server) -> None:
+    server = capture_server(answering(send_response(["J1"])))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    send(client)
+    send(client)
+    ids = [split(raw)[0]["x-ch-request-id"] for raw in server.captured.requests]
+    assert ids[0] != ids[1]
+    assert all(uuid.UUID(i).version == 4 for i in ids)
+
+
+def test_a_bad_request_id_is_refused_before_sending(capture_server: Server) -> None:
+    server = capture_server(answering(send_response(["J1"])))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with (
+        client.settings(extra_http_headers={"X-CH-Request-Id": "two words"}),
+        pytest.raises(BadInputError) as info,
+    ):
+        send(client)
+    assert info.value.field == "request_id"
+    assert server.captured.requests == []
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "status_line", "error"),
+    [
+        (fault_response("SOAP-ENV:Server", "busy"), "500 Internal Server Error", SoapFaultError),
+        (fault_response("SOAP-ENV:Client", "no"), "200 OK", SoapFaultError),
+        (fault_response(), "401 Unauthorized", AuthenticationError),
+        (b"<html>denied</html>", "403 Forbidden", AuthenticationError),
+        (send_response([], ok=False, code=-5019, text="Invalid Job ID"), "200 OK", ServiceError),
+        (b"<html>oops</html>", "500 Internal Server Error", HTTPStatusError),
+        (b"", "302 Found", HTTPStatusError),
+        (
+            b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>',
+            "200 OK",
+            ProtocolError,
+        ),
+    ],
+)
+def test_answers_become_faxws_errors_with_the_request_id(
+    capture_server: Server, answer: bytes, status_line: str, error: type[Exception]
+) -> None:
+    server = capture_server(answering(answer, status_line))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with (
+        client.settings(extra_http_headers={"x-ch-request-id": "rid-err"}),
+        pytest.raises(error) as info,
+    ):
+        send(client)
+    assert type(info.value) is error
+    assert getattr(info.value, "request_id", None) == "rid-err"
+    assert len(server.captured.requests) == 1  # SendFax is never sent twice
+
+
+def test_a_ws_error_of_a_vendor_operation_is_a_service_error(capture_server: Server) -> None:
+    answer = envelope(
+        '<FaxStatusResponse xmlns="urn:FaxWS"><return>false</return><FaxStatusList/>'
+        "<WSError><ErrorCode>-5019</ErrorCode><ErrorString>Invalid Job ID</ErrorString>"
+        "</WSError></FaxStatusResponse>"
+    )
+    server = capture_server(answering(answer))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    with pytest.raises(ServiceError) as info:
+        status(client)
+    assert info.value.code == -5019
+    assert info.value.request_id is not None
+
+
+def test_an_answer_without_ws_error_is_not_judged_by_its_return(capture_server: Server) -> None:
+    """CheckService answers a string ``return`` and no WSError: not a service error."""
+    answer = envelope(
+        '<CheckServiceResponse xmlns="urn:FaxWS"><return>OK</return></CheckServiceResponse>'
+    )
+    server = capture_server(answering(answer))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    assert client.service.CheckService() == "OK"
+    _, body = split(server.captured.requests[0])
+    # The payload element is written open and closed, as the bindings writer does.
+    assert body.endswith(
+        b'<soap:Body><CheckService xmlns="urn:FaxWS"></CheckService></soap:Body></soap:Envelope>'
+    )
+
+
+def test_refused_connection_is_not_delivered(refused_port: int) -> None:
+    client = make_client(f"http://127.0.0.1:{refused_port}", user_id=USER, pin=PIN, retries=0)
+    with pytest.raises(ConnectError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    assert info.value.request_id is not None
+
+
+def test_send_fax_is_not_resent_after_a_reset_post_request(capture_server: Server) -> None:
+    server = capture_server(lambda raw: b"")  # read the whole request, close without answering
+    client = make_client(server.url, user_id=USER, pin=PIN, retries=3, retry_backoff=0)
+    with (
+        client.settings(extra_http_headers={"x-ch-request-id": "rid-reset"}),
+        pytest.raises(TransportError) as info,
+    ):
+        send(client)
+    assert info.value.maybe_delivered is True
+    assert info.value.request_id == "rid-reset"
+    assert len(server.captured.requests) == 1
+
+
+def test_idempotent_vendor_operation_is_retried_after_a_reset(capture_server: Server) -> None:
+    answers = [b"", b"", http_reply(STATUS_RESPONSE)]
+    server = capture_server(lambda raw: answers.pop(0))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR, retry_backoff=0)
+    assert status(client).FaxStatusList.item[0].FaxJobId == "J1"
+    ids = {split(raw)[0]["x-ch-request-id"] for raw in server.captured.requests}
+    assert len(server.captured.requests) == 3
+    assert len(ids) == 1  # one call, one request id
+
+
+def test_send_fax_is_not_retried_after_503(capture_server: Server) -> None:
+    server = capture_server(answering(b"busy", "503 Service Unavailable"))
+    client = make_client(server.url, user_id=USER, pin=PIN, retry_backoff=0)
+    with pytest.raises(HTTPStatusError) as info:
+        send(client)
+    assert info.value.maybe_delivered is True
+    assert len(server.captured.requests) == 1
+
+
+def test_token_provider_gets_one_retry_after_401(capture_server: Server) -> None:
+    class Provider:
+        def __init__(self) -> None:
+            self.tokens = iter(["tok-old", "tok-new", "tok-newer"])
+            self.current = next(self.tokens)
+            self.invalidated = 0
+
+        def __call__(self) -> str:
+            return self.current
+
+        def invalidate(self) -> None:
+            self.invalidated += 1
+            self.current = next(self.tokens)
+
+    answers = [http_reply(fault_response(), "401 Unauthorized"), http_reply(send_response(["J1"]))]
+    server = capture_server(lambda raw: answers.pop(0))
+    provider = Provider()
+    client = make_client(server.url, user_id=USER, token=provider)
+    assert send(client).FaxJobIds.item[0].JobId == "J1"
+    auth = [split(raw)[0]["authorization"] for raw in server.captured.requests]
+    assert auth == ["Bearer tok-old", "Bearer tok-new"]
+    assert provider.invalidated == 1
+
+
+def test_a_second_401_is_an_authentication_error(capture_server: Server) -> None:
+    server = capture_server(answering(fault_response(), "401 Unauthorized"))
+    client = make_client(server.url, user_id=USER, token=lambda: TOKEN)
+    with pytest.raises(AuthenticationError):
+        send(client)
+    assert len(server.captured.requests) == 2
+
+
+# -- secrets in logs ------------------------------------------------------------------------
+
+
+def test_debug_logs_never_show_the_pin_or_token(
+    capture_server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    # Each client's own secret is echoed back by the service in an error.
+    answers = [
+        http_reply(send_response(["J1"])),
+        http_reply(fault_response("SOAP-ENV:Client", f"echo {TOKEN}"), "500 Internal Error"),
+        http_reply(send_response([], ok=False, code=-1, text=f"echo {PIN}")),
+    ]
+    server = capture_server(lambda raw: answers.pop(0))
+    messages = []
+    for creds in ({"pin": PIN}, {"token": TOKEN}, {"pin": PIN}):
+        client = make_client(server.url, user_id=USER, **creds)  # type: ignore[arg-type]
+        try:
+            send(client)
+        except (SoapFaultError, ServiceError) as exc:
+            messages.append(f"{exc} {exc!r}")
+    assert len(server.captured.requests) == 3
+    assert len(messages) == 2
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "faxws" in {r.name for r in caplog.records}  # DEBUG was on
+    assert not any(r.name == "zeep.transports" for r in caplog.records)
+    for secret in (PIN, TOKEN):
+        assert secret not in logged
+        assert all(secret not in m for m in messages)
+
+
+# -- vendor operations and the simulator ------------------------------------------------------
+
+
+def test_get_fax_status_round_trip(capture_server: Server) -> None:
+    server = capture_server(answering(STATUS_RESPONSE))
+    client = make_client(server.url, user_id=USER, token=TOKEN, wsdl=VENDOR)
+    with client.settings(extra_http_headers={"x-ch-request-id": "order-42"}):
+        result = status(client)
+    item = result.FaxStatusList.item[0]
+    assert (item.FaxJobId, item.FaxJobStatusId, item.StatusDescription) == (
+        "J1",
+        1,
+        "Sent & confirmed",
+    )
+    headers, _ = split(server.captured.requests[0])
+    assert headers["x-ch-request-id"] == "order-42"
+    assert headers["authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize("wsdl", sorted(WSDLS))
+@pytest.mark.parametrize("mode", ["pin", "token"])
+def test_the_simulator_accepts_both_auth_modes(wsdl: str, mode: str) -> None:
+    creds = {"pin": DEMO_PIN} if mode == "pin" else {"token": DEMO_TOKEN}
+    with FaxWSSimulator() as sim:
+        client = make_client(sim.url, user_id=DEMO_USER_ID, wsdl=WSDLS[wsdl], **creds)  # type: ignore[arg-type]
+        job = send(client).FaxJobIds.item[0].JobId
+        report = client.service.GetFaxBroadcastReport(JobId=job, RecipientType=0, RecipAddress="")
+        assert report["return"] is True
+        with pytest.raises(ServiceError) as info:
+            client.service.GetFaxBroadcastReport(JobId="nope", RecipientType=0, RecipAddress="")
+        assert info.value.code == -5019
+        assert sim.jobs[0].files[0].data == b"%PDF-1.4"
