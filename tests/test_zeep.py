@@ -436,3 +436,17 @@ def test_the_simulator_accepts_both_auth_modes(wsdl: str, mode: str) -> None:
             client.service.GetFaxBroadcastReport(JobId="nope", RecipientType=0, RecipAddress="")
         assert info.value.code == -5019
         assert sim.jobs[0].files[0].data == b"%PDF-1.4"
+
+
+def test_nil_values_and_soap_headers_are_refused(capture_server: Server) -> None:
+    server = capture_server(answering(STATUS_RESPONSE))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    with pytest.raises(BadInputError, match="XMLSchema-instance}nil"):
+        client.service.GetFaxStatus(FaxJobIds={"item": [zeep.xsd.Nil]})
+    header = zeep.xsd.Element("{urn:x}H", zeep.xsd.String())
+    with pytest.raises(BadInputError) as info:
+        client.service.GetFaxStatus(
+            FaxJobIds={"item": [{"JobId": "J1"}]}, _soapheaders=[header("v")]
+        )
+    assert info.value.field == "_soapheaders"
+    assert server.captured.requests == []
