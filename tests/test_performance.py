@@ -80,7 +80,8 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 12
+    assert len(figures["rows"]) == 14
+    assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in figures["rows"]) == 2
     for row in figures["rows"]:
         assert row["ratio"] > 0
     large = figures["large"]
