@@ -148,3 +148,43 @@ def test_every_schema_element_and_type_is_documented() -> None:
         assert doc is not None, node.get("name")
         assert doc.text, node.get("name")
         assert doc.text.strip(), node.get("name")
+
+
+def test_the_namespace_and_soap_action_come_from_the_generated_bindings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A WSDL with another namespace and soapAction: the core writes and reads what its
+    bindings say, not constants."""
+    import importlib
+
+    from faxws import _reader, _soap, _wire
+
+    for name in ("FaxWS.wsdl", "FaxWS.xsd"):
+        text = (ROOT / "wsdl" / name).read_text(encoding="utf-8").replace("urn:FaxWS", "urn:Other")
+        if name == "FaxWS.wsdl":
+            text = text.replace('soapAction=""', 'soapAction="urn:Other#Report"', 1)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "other_bindings.py").write_text(
+        _codegen.generate(tmp_path / "FaxWS.wsdl"), encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    other = importlib.import_module("other_bindings")
+    request = other.GetFaxBroadcastReport(
+        user_id="u", str_pin="1", job_id="J", recipient_type=0, recip_address=""
+    )
+    body = b"".join(_wire.envelope(request))
+    assert b'<GetFaxBroadcastReport xmlns="urn:Other">' in body
+    actions = {op.soap_action for op in other.OPERATIONS.values()}
+    assert "urn:Other#Report" in actions
+    assert _soap.request_headers("r", None, "urn:Other#Report")["SOAPAction"] == (
+        '"urn:Other#Report"'
+    )
+    answer = (
+        b'<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>'
+        b'<GetFaxBroadcastReportResponse xmlns="urn:Other"><return>true</return>'
+        b"<WSError><ErrorCode>0</ErrorCode><ErrorString/></WSError>"
+        b"</GetFaxBroadcastReportResponse></s:Body></s:Envelope>"
+    )
+    operation = other.OPERATIONS["GetFaxBroadcastReport"]
+    result = _reader.interpret(operation, 200, answer, "r", lambda t: t)
+    assert result.return_ is True

@@ -17,10 +17,10 @@ from lxml import etree
 
 from faxws._content import BytesSource, Opened, Reader, Source, open_all
 from faxws._soap import SOAP11_NS
-from faxws._xsd import NAMESPACE, XmlType
+from faxws._xsd import XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
 
-__all__ = ["Body", "OpenBody", "envelope", "payload_envelope"]
+__all__ = ["Body", "OpenBody", "envelope", "fault_envelope", "payload_envelope"]
 
 
 PROLOG = (
@@ -174,7 +174,7 @@ class OpenBody:
 def envelope(obj: Any) -> Body:
     """The whole request document for a generated request element ``obj``."""
     xml: XmlType = type(obj).__xml__
-    buf = [f'<{xml.name} xmlns="{NAMESPACE}">']
+    buf = [f'<{xml.name} xmlns="{namespace_of(type(obj))}">']
     parts: list[Part] = [PROLOG]
     _write(obj, xml, buf, parts)
     buf.append(f"</{xml.name}>")
@@ -227,3 +227,16 @@ def _write_element_content(
         inner: list[str] = []
         _write_element_content(child, namespace, child_path, inner)
         buf.append(f"<{name}>{''.join(inner)}</{name}>" if inner != [""] else f"<{name}/>")
+
+
+def fault_envelope(code: str, text: str) -> bytes:
+    """A SOAP 1.1 fault answer (``code`` such as ``soap:Client``), in the envelope form of
+    every other document the core writes."""
+    return (
+        PROLOG
+        + (
+            f"<soap:Fault><faultcode>{code.translate(_ESCAPES)}</faultcode>"
+            f"<faultstring>{text.translate(_ESCAPES)}</faultstring></soap:Fault>"
+        ).encode()
+        + EPILOG
+    )

@@ -60,7 +60,7 @@ from faxws import _safexml
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import MASK, redact
 from faxws._soap import SOAP11_NS
-from faxws._wire import envelope
+from faxws._wire import envelope, fault_envelope
 from faxws._xsd import NAMESPACE
 from faxws.bindings import (
     OPERATIONS,
@@ -698,7 +698,7 @@ class _Received:
         self.discard()
         if isinstance(exc, OSError):
             message = f"the simulator cannot spool the document: {exc.strerror or exc}"
-            self.refusal = _RejectError(500, _fault_body("soap:Server", message))
+            self.refusal = _RejectError(500, fault_envelope("soap:Server", message))
         elif refusal is not None:
             self.refusal = _client_fault(refusal)
         else:
@@ -1111,18 +1111,8 @@ class _RejectError(Exception):
         self.headers = dict(headers or {})
 
 
-def _fault_body(code: str, text: str) -> bytes:
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return (
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        f'<soap:Envelope xmlns:soap="{SOAP11_NS}"><soap:Body><soap:Fault>'
-        f"<faultcode>{code}</faultcode><faultstring>{text}</faultstring>"
-        "</soap:Fault></soap:Body></soap:Envelope>"
-    ).encode()
-
-
 def _client_fault(text: str, status: int = 500) -> _RejectError:
-    return _RejectError(status, _fault_body("soap:Client", text))
+    return _RejectError(status, fault_envelope("soap:Client", text))
 
 
 def _not_allowed() -> _RejectError:
@@ -1309,7 +1299,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "status":
             return fault.status, f"{fault.status} simulated\n".encode()
         if fault is not None and fault.kind == "fault":
-            return fault.status, _fault_body(fault.code, fault.text)
+            return fault.status, fault_envelope(fault.code, fault.text)
         error = WSError(0, "")
         if fault is not None and fault.kind == "wserror":
             error = WSError(int(fault.code), fault.text)
@@ -1321,7 +1311,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if len(documents) != len(request.fax_job_files.item):
                     for document in documents:
                         document.discard()
-                    raise _RejectError(500, _fault_body("soap:Server", "documents out of step"))
+                    raise _RejectError(500, fault_envelope("soap:Server", "documents out of step"))
                 job = sim._new_job(
                     request, auth_mode, self.headers.get("x-ch-request-id"), documents
                 )
