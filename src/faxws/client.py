@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -12,18 +11,14 @@ from urllib.parse import urlsplit
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
 from faxws._log import logger
 from faxws._reader import interpret
-from faxws._soap import PATH, may_retry, request_headers
+from faxws._soap import PATH
+from faxws._sync import SyncCaller
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
-    HttpTransport,
     RawResponse,
     Timeout,
-    check_proxies,
-    check_timeout,
-    check_verify,
 )
-from faxws._version import __version__
 from faxws._wire import OpenBody, envelope
 from faxws._xsd import Operation
 from faxws.auth import Credentials, credentials_from
@@ -40,7 +35,6 @@ from faxws.bindings import (
 from faxws.errors import (
     BadInputError,
     FaxWSError,
-    TransportError,
 )
 from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
 from faxws.validation import check_request
@@ -92,20 +86,6 @@ def service_url(
     return f"{parts.scheme}://{netloc}{path}"
 
 
-def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
-    """Plain http to a loopback service still crosses the network when a proxy elsewhere
-    carries it: the proxy would see the PIN or token."""
-    for key, proxy in proxies.items():
-        if key in ("http", "all") or key.startswith(("http://", "all://")):
-            host = urlsplit(proxy).hostname or ""
-            if not is_loopback(host):
-                raise BadInputError(
-                    f"proxies[{key!r}]",
-                    f"plain http through the proxy {host} would expose the credentials; use "
-                    "https (or pass allow_insecure_http=True)",
-                )
-
-
 class FaxClient:
     """A client of the FaxWS v5 service.
 
@@ -154,26 +134,17 @@ class FaxClient:
         self._user_id = check_text("user_id", user_id, required=True)
         self._auth: Credentials = credentials_from(token, pin)
         self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
-        self._retries = check_int("retries", retries, 0, 10)
-        if (
-            isinstance(retry_backoff, bool)
-            or not isinstance(retry_backoff, (int, float))
-            or not 0 <= retry_backoff <= 3600
-        ):
-            raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
-        self._retry_backoff = float(retry_backoff)
-        checked_proxies = check_proxies("proxies", proxies)
-        if self._url.startswith("http:") and not allow_insecure_http:
-            _refuse_plain_proxy(checked_proxies)
-        self._transport = HttpTransport(
+        self._caller = SyncCaller(
             self._url,
-            timeout=check_timeout("timeout", timeout),
-            verify=check_verify("verify", verify),
-            proxies=checked_proxies,
-            max_connections=check_int("max_connections", max_connections, 1, 1024),
-            max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
-            user_agent=f"faxws/{__version__}",
-            redact=self._auth.redact,
+            self._auth,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
         )
 
     @property
@@ -195,7 +166,7 @@ class FaxClient:
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._transport.close()
+        self._caller.close()
 
     def __enter__(self) -> FaxClient:
         return self
@@ -336,53 +307,15 @@ class FaxClient:
     def _exchange(
         self, operation: Operation[Any, ResponseT], body: OpenBody, rid: str, *, idempotent: bool
     ) -> tuple[ResponseT, RawResponse]:
-        payload = body.payload()
-        attempt = 0
-        refreshed = False
-        while True:
-            token = self._auth.bearer_token(rid)
-            logger.debug(
-                "%s request_id=%s POST %s (%d bytes, attempt %d)",
-                operation.name,
-                rid,
-                self._url,
-                len(body),
-                attempt + 1,
-            )
-            try:
-                raw = self._transport.post(
-                    payload, request_headers(rid, token, operation.soap_action), rid
-                )
-            except TransportError as exc:
-                # No byte written: always safe to repeat. Any byte: only an idempotent call.
-                retry = may_retry(idempotent=idempotent, error=exc)
-                if retry and attempt < self._retries:
-                    attempt = self._back_off(operation, rid, attempt, type(exc).__name__)
-                    continue
-                logger.debug("%s request_id=%s failed: %s", operation.name, rid, type(exc).__name__)
-                raise
-            logger.debug(
-                "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
-                operation.name,
-                rid,
-                raw.status,
-                len(raw.content),
-                raw.elapsed,
-                _header(raw, "x-ch-activity-id", self._auth),
-            )
-            if raw.status == 401 and not refreshed and self._auth.refresh():
-                refreshed = True
-                continue
-            if may_retry(idempotent=idempotent, status=raw.status) and attempt < self._retries:
-                attempt = self._back_off(operation, rid, attempt, f"HTTP {raw.status}")
-                continue
-            return interpret(operation, raw.status, raw.content, rid, self._auth.redact), raw
-
-    def _back_off(self, operation: Operation[Any, Any], rid: str, attempt: int, why: str) -> int:
-        delay = self._retry_backoff * (2**attempt)
-        logger.info("%s request_id=%s: %s, retrying in %.2fs", operation.name, rid, why, delay)
-        time.sleep(delay)
-        return attempt + 1
+        raw = self._caller.call(
+            operation.name,
+            body.payload(),
+            len(body),
+            rid,
+            operation.soap_action,
+            idempotent=idempotent,
+        )
+        return interpret(operation, raw.status, raw.content, rid, self._auth.redact), raw
 
 
 def _request_id(request_id: str | None) -> str:

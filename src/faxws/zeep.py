@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -32,25 +31,20 @@ import zeep
 from lxml import etree
 
 from faxws import _resources
-from faxws._checks import check_int, check_request_id, check_text
-from faxws._log import logger
+from faxws._checks import check_request_id, check_text
 from faxws._reader import ReadError, parse_document, payload_of, raise_for_ws_error, soap_payload
-from faxws._soap import SOAP11_NS, may_retry, request_headers
+from faxws._soap import SOAP11_NS
+from faxws._sync import SyncCaller
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
-    HttpTransport,
     RawResponse,
     Timeout,
-    check_proxies,
-    check_timeout,
-    check_verify,
 )
-from faxws._version import __version__
 from faxws._wire import payload_envelope
 from faxws.auth import Credentials, credentials_from
-from faxws.client import _call_boundary, _refuse_plain_proxy, service_url
-from faxws.errors import BadInputError, TransportError
+from faxws.client import _call_boundary, service_url
+from faxws.errors import BadInputError
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
@@ -154,27 +148,18 @@ class FaxWSTransport(zeep.Transport):
     WSDL and XSD documents are read from local files only.
     """
 
-    def __init__(
-        self,
-        http: HttpTransport,
-        credentials: Credentials,
-        *,
-        retries: int,
-        retry_backoff: float,
-    ) -> None:
+    def __init__(self, caller: SyncCaller) -> None:
         session = requests.Session()
         session.trust_env = False
         super().__init__(session=session)  # type: ignore[no-untyped-call]
-        self.http = http
-        self.credentials = credentials
-        self.retries = retries
-        self.retry_backoff = retry_backoff
+        self.caller = caller
+        self.credentials = caller.credentials
 
     def __repr__(self) -> str:
-        return f"FaxWSTransport(url={self.http.url!r}, auth={self.credentials!r})"
+        return f"FaxWSTransport(url={self.caller.url!r}, auth={self.credentials!r})"
 
     def close(self) -> None:
-        self.http.close()
+        self.caller.close()
         self.session.close()
 
     # -- documents (the WSDL and its schemas) --
@@ -208,57 +193,27 @@ class FaxWSTransport(zeep.Transport):
     def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
         rid, soap_action = _request_headers(headers)
         with _call_boundary(rid):
-            if address != self.http.url:
+            if address != self.caller.url:
                 raise BadInputError(
-                    "address", f"is {address!r}; this client posts only to {self.http.url}"
+                    "address", f"is {address!r}; this client posts only to {self.caller.url}"
                 )
             pin = payload.find(f"{{{etree.QName(payload).namespace}}}strPIN")
             if self.credentials.mode != "pin" and pin is not None and (pin.text or ""):
                 raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
             name = etree.QName(payload).localname
             body = payload_envelope(payload)
-            raw = self._exchange(name, body, rid, soap_action)
-            return _response(raw, self.http.url)
-
-    def _exchange(self, name: str, body: bytes, rid: str, soap_action: str) -> RawResponse:
-        idempotent = name.startswith(IDEMPOTENT_PREFIXES)
-        redact = self.credentials.redact
-        attempt = 0
-        refreshed = False
-        while True:
-            token = self.credentials.bearer_token(rid)
-            logger.debug(
-                "%s request_id=%s POST %s (%d bytes, attempt %d)",
+            raw = self.caller.call(
                 name,
-                rid,
-                self.http.url,
+                body,
                 len(body),
-                attempt + 1,
+                rid,
+                soap_action,
+                idempotent=name.startswith(IDEMPOTENT_PREFIXES),
             )
-            try:
-                raw = self.http.post(body, request_headers(rid, token, soap_action), rid)
-            except TransportError as exc:
-                if may_retry(idempotent=idempotent, error=exc) and attempt < self.retries:
-                    attempt = self._back_off(name, rid, attempt, type(exc).__name__)
-                    continue
-                raise
-            logger.debug("%s request_id=%s HTTP %d", name, rid, raw.status)
-            if raw.status == 401 and not refreshed and self.credentials.refresh():
-                refreshed = True
-                continue
-            if may_retry(idempotent=idempotent, status=raw.status) and attempt < self.retries:
-                attempt = self._back_off(name, rid, attempt, f"HTTP {raw.status}")
-                continue
-            payload = payload_of(raw.status, raw.content, rid, redact)
+            payload = payload_of(raw.status, raw.content, rid, self.credentials.redact)
             if _has_child(payload, "WSError"):
-                raise_for_ws_error(payload, rid, raw.status, redact)
-            return raw
-
-    def _back_off(self, name: str, rid: str, attempt: int, why: str) -> int:
-        delay = self.retry_backoff * (2**attempt)
-        logger.info("%s request_id=%s: %s, retrying in %.2fs", name, rid, why, delay)
-        time.sleep(delay)
-        return attempt + 1
+                raise_for_ws_error(payload, rid, raw.status, self.credentials.redact)
+            return _response(raw, self.caller.url)
 
 
 def _request_headers(headers: Mapping[str, str]) -> tuple[str, str]:
@@ -328,30 +283,19 @@ def make_client(
     error or HTTP 502/503/504, and to every operation when no byte was sent.
     """
     plugin = FaxWSPlugin(user_id=user_id, token=token, pin=pin)
-    url = service_url(base_url, allow_insecure_http=allow_insecure_http)
-    checked_retries = check_int("retries", retries, 0, 10)
-    if (
-        isinstance(retry_backoff, bool)
-        or not isinstance(retry_backoff, (int, float))
-        or not 0 <= retry_backoff <= 3600
-    ):
-        raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
-    checked_proxies = check_proxies("proxies", proxies)
-    if url.startswith("http:") and not allow_insecure_http:
-        _refuse_plain_proxy(checked_proxies)
-    http = HttpTransport(
-        url,
-        timeout=check_timeout("timeout", timeout),
-        verify=check_verify("verify", verify),
-        proxies=checked_proxies,
-        max_connections=check_int("max_connections", max_connections, 1, 1024),
-        max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
-        user_agent=f"faxws/{__version__}",
-        redact=plugin.credentials.redact,
+    caller = SyncCaller(
+        service_url(base_url, allow_insecure_http=allow_insecure_http),
+        plugin.credentials,
+        timeout=timeout,
+        verify=verify,
+        proxies=proxies,
+        allow_insecure_http=allow_insecure_http,
+        retries=retries,
+        retry_backoff=retry_backoff,
+        max_connections=max_connections,
+        max_response_bytes=max_response_bytes,
     )
-    transport = FaxWSTransport(
-        http, plugin.credentials, retries=checked_retries, retry_backoff=float(retry_backoff)
-    )
+    transport = FaxWSTransport(caller)
     settings = zeep.Settings(
         strict=True, forbid_dtd=True, forbid_entities=True, forbid_external=True
     )
@@ -366,7 +310,7 @@ def make_client(
             raise BadInputError("wsdl", f"cannot be loaded ({type(exc).__name__})") from None
     for service in client.wsdl.services.values():
         for port in service.ports.values():
-            port.binding_options["address"] = url
+            port.binding_options["address"] = caller.url
     _loosen_auth_fields(client)
     return client
 
