@@ -87,7 +87,7 @@ def answering(body: bytes, status_line: str = "200 OK") -> Callable[[bytes], byt
 @pytest.mark.parametrize("wsdl", sorted(WSDLS))
 def test_make_client_is_a_zeep_client_posting_to_base_url(wsdl: str) -> None:
     client = make_client("https://fax.example.com/", user_id=USER, pin=PIN, wsdl=WSDLS[wsdl])
-    assert type(client) is zeep.Client
+    assert isinstance(client, zeep.Client)  # its service proxies raise only faxws errors
     assert isinstance(client.transport, FaxWSTransport)
     assert [type(p) for p in client.plugins] == [FaxWSPlugin]
     assert client.service._binding_options["address"] == "https://fax.example.com/fax/v5"
@@ -449,3 +449,32 @@ def test_nil_values_and_soap_headers_are_refused(capture_server: Server) -> None
         client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]}, _soapheaders=[header])
     assert info.value.field == "_soapheaders"
     assert server.captured.requests == []
+
+
+def test_an_answer_zeep_cannot_read_is_a_protocol_error_with_the_request_id(
+    capture_server: Server,
+) -> None:
+    unreadable = STATUS_RESPONSE.replace(b"<FaxJobId>J1</FaxJobId>", b"<Unknown>J1</Unknown>")
+    server = capture_server(answering(unreadable))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    with (
+        client.settings(extra_http_headers={"x-ch-request-id": "order-7"}),
+        pytest.raises(ProtocolError) as info,
+    ):
+        status(client)
+    assert info.value.request_id == "order-7"
+    assert info.value.maybe_delivered is True
+    assert len(server.captured.requests) == 1
+
+
+def test_arguments_zeep_refuses_are_bad_input_and_nothing_is_sent(
+    capture_server: Server,
+) -> None:
+    server = capture_server(answering(STATUS_RESPONSE))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    with pytest.raises(BadInputError) as info:
+        client.service.GetFaxStatus(NoSuchField=1)
+    assert info.value.field == "arguments"
+    assert "NoSuchField" in info.value.problem
+    assert info.value.maybe_delivered is False
+    assert server.captured.connections == 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 
 import requests
 import zeep
+import zeep.proxy
 from lxml import etree
 
 from faxws import _resources
@@ -44,7 +46,7 @@ from faxws._transport import (
 from faxws._wire import payload_envelope
 from faxws.auth import Credentials, credentials_from
 from faxws.client import _call_boundary, service_url
-from faxws.errors import BadInputError
+from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
@@ -192,6 +194,7 @@ class FaxWSTransport(zeep.Transport):
 
     def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
         rid, soap_action = _request_headers(headers)
+        _current.request_id = rid
         with _call_boundary(rid):
             if address != self.caller.url:
                 raise BadInputError(
@@ -214,6 +217,55 @@ class FaxWSTransport(zeep.Transport):
             if _has_child(payload, "WSError"):
                 raise_for_ws_error(payload, rid, raw.status, self.credentials.redact)
             return _response(raw, self.caller.url)
+
+
+# The request id of the call in progress on this thread (zeep calls are synchronous), so
+# that a failure zeep raises after the exchange can carry it.
+_current = threading.local()
+
+
+class _OperationProxy(zeep.proxy.OperationProxy):
+    """Everything a call raises is a faxws error. zeep's own failures before the request
+    (arguments its schema does not allow) are bad input, with nothing sent; after it (reading
+    an answer faxws already accepted) they are a ProtocolError, maybe delivered."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        client = self._proxy._client
+        _current.request_id = None
+        try:
+            return super().__call__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        except FaxWSError:
+            raise
+        except Exception as exc:
+            rid: str | None = _current.request_id
+            redact = client.transport.credentials.redact
+            text = excerpt(redact(f"{type(exc).__name__}: {exc}"), 300)
+            if rid is None:
+                extra = client.settings.extra_http_headers or {}
+                given = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
+                error: FaxWSError = BadInputError("arguments", text, request_id=given)
+            else:
+                error = ProtocolError(f"zeep could not read the answer: {text}", request_id=rid)
+            raise error from None
+
+
+class _ServiceProxy(zeep.proxy.ServiceProxy):
+    def __init__(self, client: Any, binding: Any, **binding_options: Any) -> None:
+        super().__init__(client, binding, **binding_options)  # type: ignore[no-untyped-call]
+        self._operations = {
+            name: _OperationProxy(self, name)  # type: ignore[no-untyped-call]
+            for name in self._binding.all()
+        }
+
+
+class _Client(zeep.Client):
+    """A zeep.Client whose service proxies raise only faxws errors."""
+
+    def bind(self, service_name: str | None = None, port_name: str | None = None) -> Any:
+        proxy = super().bind(service_name, port_name)
+        if proxy is None:
+            return None
+        return _ServiceProxy(self, proxy._binding, **proxy._binding_options)
 
 
 def _request_headers(headers: Mapping[str, str]) -> tuple[str, str]:
@@ -301,7 +353,7 @@ def make_client(
     )
     with _wsdl_file(wsdl) as path:
         try:
-            client = zeep.Client(  # type: ignore[no-untyped-call]
+            client = _Client(  # type: ignore[no-untyped-call]
                 str(path), transport=transport, plugins=[plugin], settings=settings
             )
         except BadInputError:
