@@ -1322,11 +1322,12 @@ class _Handler(BaseHTTPRequestHandler):
                 ttfp=sim.ttfp if ok else 0,
                 ws_error=error,
             )
-        else:
-            assert isinstance(request, GetFaxBroadcastReport)
+        elif isinstance(request, GetFaxBroadcastReport):
             if error.error_code == 0 and not sim._known_job(request.user_id, request.job_id):
                 error = WSError(-5019, "Invalid Job ID")
             response = GetFaxBroadcastReportResponse(return_=error.error_code == 0, ws_error=error)
+        else:
+            raise _client_fault(f"the operation {type(request).__name__} is not simulated")
         return 200, b"".join(envelope(response))
 
     def _authenticate(self, user_id: str, pin: str) -> str:
