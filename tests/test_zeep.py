@@ -478,3 +478,141 @@ def test_arguments_zeep_refuses_are_bad_input_and_nothing_is_sent(
     assert "NoSuchField" in info.value.problem
     assert info.value.maybe_delivered is False
     assert server.captured.connections == 0
+
+
+# -- attacks on the integration's promises ----------------------------------------------------
+
+NS = "{urn:FaxWS}"
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+SEND_OK = envelope(
+    '<FaxSendResponse xmlns="urn:FaxWS"><return>true</return><FaxJobIds><item><JobId>J1</JobId>'
+    "</item></FaxJobIds><TTFP>1</TTFP><WSError><ErrorCode>0</ErrorCode><ErrorString/>"
+    "</WSError></FaxSendResponse>"
+)
+
+
+def without_plugin(client: Any) -> Any:
+    """zeep's envelope for SendFax built with the plugins removed, strPIN empty."""
+    saved, client.plugins = client.plugins, []
+    try:
+        return client.create_message(
+            client.service,
+            "SendFax",
+            UserID=USER,
+            strPIN="",
+            Recipients={"item": [RECIPIENT]},
+            FaxJobFiles={"item": [FILE]},
+        )
+    finally:
+        client.plugins = saved
+
+
+def second_strpin(client: Any) -> None:
+    envelope_ = without_plugin(client)
+    pin = envelope_.find(f".//{NS}strPIN")
+    extra = etree.Element(f"{NS}strPIN")
+    extra.text = "1234"
+    pin.addnext(extra)
+    client.transport.post_xml(client.transport.caller.url, envelope_, {})
+
+
+def strpin_with_a_child(client: Any) -> None:
+    envelope_ = without_plugin(client)
+    etree.SubElement(envelope_.find(f".//{NS}strPIN"), f"{NS}v").text = "1234"
+    client.transport.post_xml(client.transport.caller.url, envelope_, {})
+
+
+def unqualified_payload(client: Any) -> None:
+    envelope_ = etree.fromstring(
+        f'<s:Envelope xmlns:s="{SOAP}"><s:Body><SendFax><UserID>u</UserID>'
+        "<strPIN>1234</strPIN></SendFax></s:Body></s:Envelope>"
+    )
+    client.transport.post_xml(client.transport.caller.url, envelope_, {})
+
+
+def posted_bytes(client: Any) -> None:
+    client.transport.post(
+        client.transport.caller.url,
+        f'<s:Envelope xmlns:s="{SOAP}"><s:Body><SendFax xmlns="urn:FaxWS"><UserID>u</UserID>'
+        "<strPIN/><strPIN>1234</strPIN></SendFax></s:Body></s:Envelope>",
+        {},
+    )
+
+
+@pytest.mark.parametrize(
+    "route", [second_strpin, strpin_with_a_child, unqualified_payload, posted_bytes]
+)
+def test_no_route_puts_a_pin_next_to_a_bearer_header(
+    capture_server: Server, route: Callable[[Any], None]
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, token=TOKEN, wsdl=VENDOR, retries=0)
+    with pytest.raises(BadInputError):
+        route(client)
+    assert server.captured.connections == 0
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"SOAPAction": "urn:Other#Op"},
+        {"SOAPAction": "x\r\n X-Injected: yes"},
+        {"Content-Type": "text/plain"},
+        {"Authorization": "Bearer other"},
+        {"x-ch-request-id": "a\r\nX-Injected: yes"},
+    ],
+    ids=["soapaction", "folded injection", "content-type", "authorization", "request id"],
+)
+def test_extra_headers_cannot_change_the_contracts_headers(
+    capture_server: Server, extra: dict[str, str]
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR, retries=0)
+    with client.settings(extra_http_headers=extra), pytest.raises(BadInputError):
+        send(client)
+    assert server.captured.connections == 0
+
+
+@pytest.mark.parametrize(
+    "element", ["FaxSendExResponse", "NotAnOperationAtAll"], ids=["another operation", "unknown"]
+)
+def test_the_answer_of_another_operation_is_a_protocol_error(
+    capture_server: Server, element: str
+) -> None:
+    answer = SEND_OK.replace(b"FaxSendResponse", element.encode())
+    server = capture_server(answering(answer))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR, retries=0)
+    with pytest.raises(ProtocolError) as info:
+        send(client)
+    assert element in info.value.message
+
+
+def test_an_answer_zeep_would_misread_is_refused_before_zeep_logs_it(
+    capture_server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    answer = STATUS_RESPONSE.replace(
+        b"<FaxJobStatusId>1</FaxJobStatusId>",
+        f"<FaxJobStatusId>your PIN {PIN} is wrong</FaxJobStatusId>".encode(),
+    )
+    server = capture_server(answering(answer))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR, retries=0)
+    with pytest.raises(ProtocolError) as info:
+        status(client)  # zeep alone would answer FaxJobStatusId=None and log the text
+    assert "not a valid xs:int" in info.value.message
+    assert PIN not in str(info.value)
+    assert PIN not in "\n".join(r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_create_service_proxies_raise_faxws_errors_with_a_request_id(
+    capture_server: Server,
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR, retries=0)
+    binding = next(iter(client.wsdl.bindings))
+    service = client.create_service(binding, client.transport.caller.url)
+    with pytest.raises(BadInputError) as info:
+        service.SendFax(NoSuchField=1)
+    assert info.value.request_id is not None
+    assert server.captured.connections == 0

@@ -9,7 +9,7 @@ their own exceptions in their own modules, each with one table.
 
 from __future__ import annotations
 
-from faxws.errors import FaxWSError
+from faxws.errors import BadInputError, FaxWSError
 
 __all__ = [
     "CONTENT_TYPE",
@@ -37,6 +37,8 @@ def request_headers(
     An empty soapAction is sent as an empty value, as the contract shows; any other is quoted,
     as SOAP 1.1 requires.
     """
+    if any(not 0x20 <= ord(c) <= 0x7E or c == '"' for c in soap_action):
+        raise BadInputError("soapAction", "must be printable ASCII without quotes (from the WSDL)")
     out = {
         "Content-Type": CONTENT_TYPE,
         "SOAPAction": f'"{soap_action}"' if soap_action else "",

@@ -32,7 +32,7 @@ import zeep
 import zeep.proxy
 from lxml import etree
 
-from faxws import _resources
+from faxws import _resources, _safexml
 from faxws._checks import check_request_id, check_text
 from faxws._reader import ReadError, parse_document, payload_of, raise_for_ws_error, soap_payload
 from faxws._soap import SOAP11_NS
@@ -47,6 +47,7 @@ from faxws._wire import payload_envelope
 from faxws.auth import Credentials, credentials_from
 from faxws.client import _call_boundary, service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
+from faxws.validation import Validator
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
@@ -56,9 +57,9 @@ __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"
 IDEMPOTENT_PREFIXES = ("Get", "Check", "SimpleGet")
 #: The request elements the integration fills in, in this order of precedence.
 _AUTH_FIELDS = ("UserID", "strPIN")
-#: zeep's own headers, replaced by the contract's; any other one a caller adds is refused.
-_ZEEP_HEADERS = frozenset({"content-type", "soapaction"})
 _REQUEST_ID = "x-ch-request-id"
+_WSDL_NS = "http://schemas.xmlsoap.org/wsdl/"
+_XS_NS = "http://www.w3.org/2001/XMLSchema"
 
 
 class FaxWSPlugin(zeep.Plugin):
@@ -156,6 +157,11 @@ class FaxWSTransport(zeep.Transport):
         super().__init__(session=session)  # type: ignore[no-untyped-call]
         self.caller = caller
         self.credentials = caller.credentials
+        # request element -> (operation, soapAction, answer element), from the WSDL: a payload
+        # is sent only as an operation of it, with that operation's soapAction, and only that
+        # operation's answer element is handed to zeep. Filled in by make_client.
+        self.operations: dict[str, tuple[str, str, str]] = {}
+        self.validator: Validator | None = None
 
     def __repr__(self) -> str:
         return f"FaxWSTransport(url={self.caller.url!r}, auth={self.credentials!r})"
@@ -193,17 +199,24 @@ class FaxWSTransport(zeep.Transport):
         return self._call(address, payload, headers)
 
     def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
-        rid, soap_action = _request_headers(headers)
+        rid = _request_id(headers)
         _current.request_id = rid
         with _call_boundary(rid):
             if address != self.caller.url:
                 raise BadInputError(
                     "address", f"is {address!r}; this client posts only to {self.caller.url}"
                 )
-            pin = payload.find(f"{{{etree.QName(payload).namespace}}}strPIN")
-            if self.credentials.mode != "pin" and pin is not None and (pin.text or ""):
+            known = self.operations.get(str(payload.tag))
+            if known is None:
+                raise BadInputError("message", f"{payload.tag} is no operation of this WSDL")
+            name, soap_action, answer = known
+            _refuse_extra_headers(headers, soap_action)
+            if self.credentials.mode != "pin" and any(
+                len(pin) or (pin.text or "").strip()
+                for pin in payload.iter()
+                if isinstance(pin.tag, str) and pin.tag.rpartition("}")[2] == "strPIN"
+            ):
                 raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
-            name = etree.QName(payload).localname
             body = payload_envelope(payload)
             raw = self.caller.call(
                 name,
@@ -213,9 +226,26 @@ class FaxWSTransport(zeep.Transport):
                 soap_action,
                 idempotent=name.startswith(IDEMPOTENT_PREFIXES),
             )
-            payload = payload_of(raw.status, raw.content, rid, self.credentials.redact)
-            if _has_child(payload, "WSError"):
-                raise_for_ws_error(payload, rid, raw.status, self.credentials.redact)
+            redact = self.credentials.redact
+            answer_payload = payload_of(raw.status, raw.content, rid, redact)
+            if answer_payload.tag != answer:
+                raise ProtocolError(
+                    f"the answer to {name} is {redact(str(answer_payload.tag))}, not {answer}",
+                    request_id=rid,
+                    status_code=raw.status,
+                )
+            if _has_child(answer_payload, "WSError"):
+                raise_for_ws_error(answer_payload, rid, raw.status, redact)
+            # zeep turns values it cannot read into None and logs them (and whatever the
+            # server wrote there) at ERROR: the answer must be valid for zeep to see it.
+            issues = [] if self.validator is None else self.validator.schema_issues(answer_payload)
+            if issues:
+                raise ProtocolError(
+                    f"the answer is not valid against the WSDL's schema: "
+                    f"{excerpt(redact(issues[0].path + ': ' + issues[0].message), 300)}",
+                    request_id=rid,
+                    status_code=raw.status,
+                )
             return _response(raw, self.caller.url)
 
 
@@ -243,7 +273,9 @@ class _OperationProxy(zeep.proxy.OperationProxy):
             if rid is None:
                 extra = client.settings.extra_http_headers or {}
                 given = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
-                error: FaxWSError = BadInputError("arguments", text, request_id=given)
+                error: FaxWSError = BadInputError(
+                    "arguments", text, request_id=given or str(uuid.uuid4())
+                )
             else:
                 error = ProtocolError(f"zeep could not read the answer: {text}", request_id=rid)
             raise error from None
@@ -267,23 +299,31 @@ class _Client(zeep.Client):
             return None
         return _ServiceProxy(self, proxy._binding, **proxy._binding_options)
 
+    def create_service(self, binding_name: str, address: str) -> Any:
+        proxy = super().create_service(binding_name, address)  # type: ignore[no-untyped-call]
+        return _ServiceProxy(self, proxy._binding, **proxy._binding_options)
 
-def _request_headers(headers: Mapping[str, str]) -> tuple[str, str]:
-    """(request id, soapAction) from zeep's headers and the caller's extra ones."""
-    rid: str | None = None
-    soap_action = ""
+
+def _request_id(headers: Mapping[str, str]) -> str:
+    """The caller's x-ch-request-id (checked), or a fresh UUID4."""
+    given = next((v for k, v in headers.items() if k.lower() == _REQUEST_ID), None)
+    return str(uuid.uuid4()) if given is None else check_request_id(given)
+
+
+def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:
+    """zeep sends its own SOAPAction and Content-Type, replaced by the contract's; a caller's
+    extra header changing them, or any other one, is refused (only x-ch-request-id may be
+    added)."""
+    own = {"soapaction": f'"{soap_action}"', "content-type": "text/xml; charset=utf-8"}
     for key, value in headers.items():
         lower = key.lower()
         if lower == _REQUEST_ID:
-            rid = value
-        elif lower == "soapaction":
-            soap_action = value.strip('"')
-        elif lower not in _ZEEP_HEADERS:
+            continue
+        if own.get(lower) != value:
             raise BadInputError(
                 f"extra_http_headers[{key!r}]",
                 "is not sent: requests carry exactly the contract's headers",
             )
-    return (str(uuid.uuid4()) if rid is None else check_request_id(rid)), soap_action
 
 
 def _has_child(element: etree._Element, local: str) -> bool:
@@ -363,8 +403,28 @@ def make_client(
     for service in client.wsdl.services.values():
         for port in service.ports.values():
             port.binding_options["address"] = caller.url
+    for binding in client.wsdl.bindings.values():
+        for operation in binding.all().values():  # type: ignore[no-untyped-call]
+            request, answer = operation.input.body, operation.output.body
+            if request is not None and answer is not None:
+                transport.operations[str(request.qname)] = (
+                    operation.name,
+                    operation.soapaction or "",
+                    str(answer.qname),
+                )
+    with _wsdl_file(wsdl) as path:
+        transport.validator = _schema_validator(path)
     _loosen_auth_fields(client)
     return client
+
+
+def _schema_validator(wsdl_path: Path) -> Validator:
+    """The WSDL's own schema (its first xs:schema), for checking answers before zeep."""
+    root = etree.parse(str(wsdl_path), _safexml.parser()).getroot()
+    schema = root.find(f"{{{_WSDL_NS}}}types/{{{_XS_NS}}}schema")
+    if schema is None:
+        raise BadInputError("wsdl", "has no xs:schema in wsdl:types")
+    return Validator(etree.tostring(schema), base_url=wsdl_path.resolve().as_uri())
 
 
 @contextlib.contextmanager
