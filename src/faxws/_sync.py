@@ -4,6 +4,7 @@ a 401 for token providers, and retries only as :func:`faxws._soap.may_retry` all
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
@@ -116,16 +117,17 @@ class SyncCaller:
                     continue
                 logger.debug("%s request_id=%s failed: %s", name, rid, type(exc).__name__)
                 raise
-            activity = raw.headers.get("x-ch-activity-id")
-            logger.debug(
-                "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
-                name,
-                rid,
-                raw.status,
-                len(raw.content),
-                raw.elapsed,
-                None if activity is None else self.credentials.redact(activity),
-            )
+            if logger.isEnabledFor(logging.DEBUG):
+                activity = raw.headers.get("x-ch-activity-id")
+                logger.debug(
+                    "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
+                    name,
+                    rid,
+                    raw.status,
+                    len(raw.content),
+                    raw.elapsed,
+                    None if activity is None else self.credentials.redact(activity),
+                )
             if raw.status == 401 and not refreshed and self.credentials.refresh():
                 refreshed = True
                 continue
