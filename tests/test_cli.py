@@ -253,17 +253,12 @@ def test_authentication_failure_exits_3(faxws_simulator: FaxWSSimulator) -> None
     assert "PIN-NOT-RIGHT-123" not in done.stderr + done.stdout
 
 
-def test_transport_failure_exits_4() -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_transport_failure_exits_4(refused_port: int) -> None:
     done = faxws(
         "report",
         "J1",
         "--base-url",
-        f"http://127.0.0.1:{port}",
+        f"http://127.0.0.1:{refused_port}",
         "--user-id",
         "u",
         "--pin",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -238,10 +237,8 @@ def test_bad_input_names_the_flag(pdf: Path, args: list[str], message: str) -> N
         assert name not in done.stderr + str(error["message"])  # no Python argument names
 
 
-def test_a_connect_error_keeps_its_cause() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_a_connect_error_keeps_its_cause(refused_port: int) -> None:
+    port = refused_port
     done = faxws(
         "report",
         "J1",

@@ -157,9 +157,6 @@ class BytesSource:
     def close(self) -> None:
         pass
 
-    def __bytes__(self) -> bytes:
-        return self._data.tobytes()
-
 
 # -- paths ------------------------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ def fault_of(payload: etree._Element) -> tuple[str, str] | None:
 
 
 def _child_text(element: etree._Element, local: str) -> str:
-    child = _child(element, local)
+    child = child_element(element, local)
     return "" if child is None else "".join(str(t) for t in child.itertext()).strip()
 
 
@@ -261,7 +261,8 @@ def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._
     return payload
 
 
-def _child(element: etree._Element, local: str) -> etree._Element | None:
+def child_element(element: etree._Element, local: str) -> etree._Element | None:
+    """The first child element named ``local`` in any namespace, or None."""
     for child in element:
         if isinstance(child.tag, str) and child.tag.rpartition("}")[2] == local:
             return child
@@ -271,10 +272,10 @@ def _child(element: etree._Element, local: str) -> etree._Element | None:
 def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: Redact) -> None:
     """ServiceError when an answer (of any operation that has them) says ``return`` false or
     carries a non-zero ``WSError``."""
-    returned = _child(payload, "return")
-    error = _child(payload, "WSError")
+    returned = child_element(payload, "return")
+    error = child_element(payload, "WSError")
     ok = returned is None or (returned.text or "").strip() in ("true", "1")
-    code_element = None if error is None else _child(error, "ErrorCode")
+    code_element = None if error is None else child_element(error, "ErrorCode")
     code_text = (code_element.text or "") if code_element is not None else ""
     try:
         code = int(code_text.strip() or "0")

@@ -34,7 +34,14 @@ from lxml import etree
 
 from faxws import _resources, _safexml
 from faxws._checks import check_request_id, check_text
-from faxws._reader import ReadError, parse_document, payload_of, raise_for_ws_error, soap_payload
+from faxws._reader import (
+    ReadError,
+    child_element,
+    parse_document,
+    payload_of,
+    raise_for_ws_error,
+    soap_payload,
+)
 from faxws._soap import SOAP11_NS
 from faxws._sync import SyncCaller
 from faxws._transport import (
@@ -234,7 +241,7 @@ class FaxWSTransport(zeep.Transport):
                     request_id=rid,
                     status_code=raw.status,
                 )
-            if _has_child(answer_payload, "WSError"):
+            if child_element(answer_payload, "WSError") is not None:
                 raise_for_ws_error(answer_payload, rid, raw.status, redact)
             # zeep turns values it cannot read into None and logs them (and whatever the
             # server wrote there) at ERROR: the answer must be valid for zeep to see it.
@@ -324,10 +331,6 @@ def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:
                 f"extra_http_headers[{key!r}]",
                 "is not sent: requests carry exactly the contract's headers",
             )
-
-
-def _has_child(element: etree._Element, local: str) -> bool:
-    return any(isinstance(c.tag, str) and etree.QName(c).localname == local for c in element)
 
 
 def _response(raw: RawResponse, url: str) -> requests.Response:
