@@ -31,6 +31,19 @@ def parser() -> etree.XMLParser:
     return found
 
 
+def push_parser(target: object) -> etree.XMLParser:
+    """A parser with the same settings feeding ``target`` (an lxml parser target), for a
+    document read in chunks; a target sees DOCTYPEs through its ``doctype`` method."""
+    return etree.XMLParser(
+        target=target,  # type: ignore[arg-type]  # the stubs' protocol is stricter than lxml
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+    )
+
+
 def dtd_offset(data: bytes) -> int:
     """Where a DOCTYPE or entity declaration starts in ``data``, or -1 when there is none."""
     offsets = [i for i in (data.find(b"<!DOCTYPE"), data.find(b"<!ENTITY")) if i >= 0]

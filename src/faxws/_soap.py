@@ -1,9 +1,10 @@
 """The protocol core's constants and decisions, with no I/O.
 
-The core is three modules that every face (the typed client, the zeep integration, the
+The core is four modules that every face (the typed client, the zeep integration, the
 simulator) shares: this one (the SOAP namespaces, the endpoint path, the request headers, and
-whether a failed call may be sent again), :mod:`faxws._wire` (writing requests) and
-:mod:`faxws._reader` (reading answers into results or faxws errors). The HTTP stacks map
+whether a failed call may be sent again), :mod:`faxws._wire` (writing requests),
+:mod:`faxws._reader` (reading answers into results or faxws errors) and
+:mod:`faxws._request_reader` (reading requests as the service does). The HTTP stacks map
 their own exceptions in their own modules, each with one table.
 """
 

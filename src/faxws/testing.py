@@ -51,18 +51,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import parse_qs
 
 from lxml import etree
 
-from faxws import _safexml
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import MASK, redact
-from faxws._soap import SOAP11_NS
+from faxws._request_reader import ENVELOPE, RequestReader, Writer, sniff_operation
 from faxws._wire import envelope, fault_envelope
-from faxws._xsd import NAMESPACE
 from faxws.bindings import (
+    NAMESPACE,
     OPERATIONS,
     FaxJobId,
     FaxJobIds,
@@ -112,27 +111,9 @@ MAX_FORM = 64 * 1024
 #: beyond that. Documents on disk are removed at stop() or reset().
 SPOOL_THRESHOLD = 64 * 1024
 DOCUMENT_MEMORY = 16 * 1024 * 1024
-#: Bounds of a request's XML apart from the documents' base64: a SOAP request is a few
-#: dozen elements, so these only stop junk from building a large tree.
-MAX_DEPTH = 64
-MAX_ELEMENTS = 50_000
-MAX_TEXT = 4 * 1024 * 1024
-
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
-_ENVELOPE = f"{{{SOAP11_NS}}}Envelope"
-_BODY = f"{{{SOAP11_NS}}}Body"
-# Where document content sits: its base64 is decoded as it arrives, never kept as text.
-_FILE_DATA = (
-    _ENVELOPE,
-    _BODY,
-    f"{{{NAMESPACE}}}SendFax",
-    f"{{{NAMESPACE}}}FaxJobFiles",
-    f"{{{NAMESPACE}}}item",
-    f"{{{NAMESPACE}}}FileData",
-)
-_ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
 _PUBLIC = frozenset({DEMO_PIN, DEMO_TOKEN, DEMO_CLIENT_SECRET})
 
 
@@ -421,30 +402,18 @@ class SimulatedJob:
 # -- parsing a request while it arrives ----------------------------------------------------
 
 
-class _RefusedError(Exception):
-    """Raised inside the parser target to stop the parse; the message names the problem."""
-
-
 class _Document:
-    """One FileData: its base64 text decoded in chunks. The bytes stay in memory while the
-    document is small (up to :data:`SPOOL_THRESHOLD`); a larger one goes to a file in the
-    spool directory as it is decoded, so it is never held whole."""
+    """One FileData's decoded bytes. They stay in memory while the document is small (up to
+    :data:`SPOOL_THRESHOLD`); a larger one goes to a file in the spool directory as it is
+    decoded, so it is never held whole."""
 
-    _FLUSH = 256 * 1024  # characters gathered before decoding
-    _SPACE = re.compile(r"[ \t\r\n]+")
-
-    def __init__(self, spool: Path, where: str) -> None:
+    def __init__(self, spool: Path) -> None:
         self._spool = spool
-        self._where = where
         self.path: Path | None = None
         self._out: BinaryIO | None = None
         self._buffer = bytearray()
         self._sha = hashlib.sha256()
         self.size = 0
-        self._pending: list[str] = []
-        self._pending_len = 0
-        self._carry = ""
-        self._padded = False
 
     @property
     def data(self) -> bytes | None:
@@ -455,14 +424,18 @@ class _Document:
     def sha256(self) -> str:
         return self._sha.hexdigest()
 
-    def write(self, text: str) -> None:
-        self._pending.append(text)
-        self._pending_len += len(text)
-        if self._pending_len >= self._FLUSH:
-            self._decode(final=False)
+    def write(self, data: bytes) -> None:
+        self._sha.update(data)
+        self.size += len(data)
+        if self._out is None and len(self._buffer) + len(data) <= SPOOL_THRESHOLD:
+            self._buffer += data
+            return
+        if self._out is None:
+            self._spill()
+            assert self._out is not None
+        self._out.write(data)
 
-    def finish(self) -> None:
-        self._decode(final=True)
+    def close(self) -> None:
         if self._out is not None:
             self._out.close()
 
@@ -474,8 +447,7 @@ class _Document:
             self._out.close()
 
     def discard(self) -> None:
-        if self._out is not None:
-            self._out.close()
+        self.close()
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 
@@ -486,119 +458,13 @@ class _Document:
         self._out.write(self._buffer)
         self._buffer = bytearray()
 
-    def _decode(self, final: bool) -> None:
-        text = self._carry + "".join(self._pending)
-        self._pending.clear()
-        self._pending_len = 0
-        text = self._SPACE.sub("", text)
-        if not final:
-            # Whole quanta only: padding can then appear only at the very end.
-            cut = len(text) - len(text) % 4
-            text, self._carry = text[:cut], text[cut:]
-        if not text:
-            return
-        if self._padded or (final and len(text) % 4):
-            raise _RefusedError(f"{self._where}: not a valid xs:base64Binary")
-        try:
-            data = base64.b64decode(text, validate=True)
-        except ValueError:  # binascii.Error, or a non-ASCII character
-            raise _RefusedError(f"{self._where}: not a valid xs:base64Binary") from None
-        self._padded = text.endswith("=")
-        self._sha.update(data)
-        self.size += len(data)
-        if self._out is None and len(self._buffer) + len(data) <= SPOOL_THRESHOLD:
-            self._buffer += data
-            return
-        if self._out is None:
-            self._spill()
-            assert self._out is not None
-        self._out.write(data)
-
-
-class _Target:
-    """lxml parser target for a large request: builds the tree without the documents' text,
-    which goes to :class:`_Document` spools instead, and refuses DTDs (``doctype`` is called
-    for any DOCTYPE, whatever the document's encoding) and junk beyond the module's bounds."""
-
-    def __init__(self, received: _Received) -> None:
-        self._received = received
-        self._builder: Any = etree.TreeBuilder()  # the stubs lack start()'s nsmap
-        self._stack: list[str] = []
-        self._elements = 0
-        self._text = 0
-        self._items = 0
-        self._document: _Document | None = None
-        self.operation: str | None = None
-        self.refusal: str | None = None
-
-    def _refuse(self, message: str) -> _RefusedError:
-        self.refusal = self.refusal or message
-        return _RefusedError(message)
-
-    def _count_text(self, length: int) -> None:
-        self._text += length
-        if self._text > MAX_TEXT:
-            raise self._refuse(f"the request holds more than {MAX_TEXT} characters of text")
-
-    def start(self, tag: str, attrib: Mapping[str, str], nsmap: Any = None) -> None:
-        self._elements += 1
-        if self._elements > MAX_ELEMENTS:
-            raise self._refuse(f"the request has more than {MAX_ELEMENTS} elements")
-        if len(self._stack) >= MAX_DEPTH:
-            raise self._refuse(f"the request is nested deeper than {MAX_DEPTH} elements")
-        for value in attrib.values():
-            self._count_text(len(value))
-        self._stack.append(tag)
-        depth = len(self._stack)
-        if depth == 3 and self.operation is None and self._stack[:2] == [_ENVELOPE, _BODY]:
-            self.operation = _operation_named(tag)
-        if depth == 5 and tuple(self._stack) == _FILE_DATA[:5]:
-            self._items += 1
-        elif depth == 6 and tuple(self._stack) == _FILE_DATA:
-            self._document = self._received.new_document(self._items)
-        # lxml hands the default namespace's prefix over as "", TreeBuilder wants None.
-        prefixes = {k or None: v for k, v in nsmap.items()} if nsmap else None
-        self._builder.start(tag, dict(attrib), prefixes)
-
-    def data(self, text: str) -> None:
-        if self._document is not None and len(self._stack) == len(_FILE_DATA):
-            try:
-                self._document.write(text)
-            except _RefusedError as exc:
-                raise self._refuse(str(exc)) from None  # lxml may not pass the error on
-            return
-        self._count_text(len(text))
-        self._builder.data(text)
-
-    def end(self, tag: str) -> None:
-        if self._document is not None and len(self._stack) == len(_FILE_DATA):
-            document, self._document = self._document, None
-            try:
-                document.finish()
-            except _RefusedError as exc:
-                raise self._refuse(str(exc)) from None
-        self._stack.pop()
-        self._builder.end(tag)
-
-    def doctype(self, *args: object) -> None:
-        raise self._refuse("DTDs are not allowed")
-
-    def close(self) -> etree._Element:
-        root: etree._Element = self._builder.close()
-        return root
-
-
-def _operation_named(tag: str) -> str | None:
-    name = etree.QName(tag)
-    return name.localname if name.namespace == NAMESPACE and name.localname in OPERATIONS else None
-
 
 class _Received:
     """A request body as read: the bytes kept (within the budget) and, for a SOAP request,
     the parsed tree and the spooled documents, or why it was refused.
 
-    A small body is parsed in one go once it is read; a large one is parsed while it
-    arrives, by :class:`_Target`, so that it is never held whole."""
+    The parse is the core's :class:`~faxws._request_reader.RequestReader`: a small body in
+    one go once it is read, a large one while it arrives, so that it is never held whole."""
 
     def __init__(self, spool: Path | None, *, stream: bool) -> None:
         self.body = b""  # as read: whole when kept, parsed whole or asked for; else empty
@@ -610,100 +476,50 @@ class _Received:
         self.refusal: _RejectError | None = None
         self.documents: list[_Document] = []
         self._spool = spool
-        self._target: _Target | None = None
-        self._parser: etree.XMLParser | None = None
-        self._first = True
-        if spool is not None and stream:
-            self._target = _Target(self)
-            # The settings of faxws's other parsers: no DTD, entities or network; libxml2's
-            # own size limits stay on (the documents' text never reaches them).
-            self._parser = etree.XMLParser(
-                target=cast(Any, self._target),  # the stubs' protocol is stricter than lxml
-                resolve_entities=False,
-                no_network=True,
-                load_dtd=False,
-                huge_tree=False,
-            )
+        self._reader = None if spool is None else RequestReader(self._new_document, stream=stream)
 
     @property
     def operation(self) -> str | None:
-        if self._target is not None and self._target.operation is not None:
-            return self._target.operation
-        if self.root is not None and self.root.tag == _ENVELOPE:
-            body = self.root.find(_BODY)
-            children = body if body is not None else ()
-            payload = next((c for c in children if isinstance(c.tag, str)), None)
-            if payload is not None:
-                return _operation_named(str(payload.tag))
-        return _operation_of(self.body or self.head)
+        found = None if self._reader is None else self._reader.operation
+        return found or sniff_operation(self.body or self.head)
 
-    def new_document(self, item: int) -> _Document:
+    def _new_document(self, item: int) -> Writer:
         assert self._spool is not None
-        document = _Document(self._spool, f"/SendFax/FaxJobFiles/item[{item}]/FileData")
+        document = _Document(self._spool)
         self.documents.append(document)
-        return document
+        return document.write
 
     def feed(self, chunk: bytes) -> None:
         """The next chunk of a large body."""
-        if self._parser is None or self.refusal is not None:
-            return
-        if self._first:
-            self._first = False
-            # libxml2's push parser reads UTF-32 by its first characters, but not its BOM.
-            if chunk.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-                chunk = chunk[4:]
-        try:
-            self._parser.feed(chunk)
-        except Exception as exc:  # lxml re-raises what the target raised
-            self._fail(exc, self._target.refusal if self._target else None)
+        if self._reader is not None:
+            self._reader.feed(chunk)
 
     def close(self) -> None:
         """The end of a large body."""
-        if self._parser is None or self.refusal is not None:
-            return
-        try:
-            self.root = self._parser.close()
-        except Exception as exc:
-            self._fail(exc, self._target.refusal if self._target else None)
+        if self._reader is not None:
+            self._reader.close()
+            self._settle()
 
     def parse(self, body: bytes) -> None:
-        """A small body, whole: one parse by faxws's hardened parser, the same refusals."""
-        if _safexml.dtd_offset(body) >= 0:
-            self.refusal = _client_fault("DTDs are not allowed")
-            return
-        try:
-            root = etree.fromstring(body, _safexml.parser())
-        except Exception as exc:
-            self._fail(exc, None)
-            return
-        if _safexml.has_dtd(root):  # a DTD in an encoding the byte scan cannot read
-            self.refusal = _client_fault("DTDs are not allowed")
-            return
-        try:
-            for item_number, item in enumerate(root.iterfind(_ITEMS), 1):
-                for element in item.iterfind(_FILE_DATA[-1]):
-                    document = self.new_document(item_number)
-                    document.write(element.text or "")
-                    document.finish()
-                    element.text = (
-                        None  # checked here; the schema check sees none, as for a large body
-                    )
-        except (_RefusedError, OSError) as exc:
-            self._fail(exc, str(exc) if isinstance(exc, _RefusedError) else None)
-            return
-        self.root = root
+        """A small body, whole."""
+        if self._reader is not None:
+            self._reader.parse(body)
+            self._settle()
 
-    def _fail(self, exc: Exception, refusal: str | None) -> None:
-        self._parser = None
+    def _settle(self) -> None:
+        assert self._reader is not None
+        for document in self.documents:
+            document.close()
+        refusal = self._reader.refusal
+        if refusal is None:
+            self.root = self._reader.root
+            return
         self.discard()
-        if isinstance(exc, OSError):
-            message = f"the simulator cannot spool the document: {exc.strerror or exc}"
+        if refusal.server_side:
+            message = f"the simulator cannot spool the document: {refusal.message}"
             self.refusal = _RejectError(500, fault_envelope("soap:Server", message))
-        elif refusal is not None:
-            self.refusal = _client_fault(refusal)
         else:
-            message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
-            self.refusal = _client_fault(f"malformed XML: {message}")
+            self.refusal = _client_fault(refusal.message)
 
     def take_documents(self) -> list[_Document]:
         """The spooled documents, now owned by the caller."""
@@ -1282,7 +1098,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = soap_payload(root)
         except ReadError as exc:
             raise _client_fault(exc.message) from None
-        if root.tag != _ENVELOPE:
+        if root.tag != ENVELOPE:
             raise _client_fault("only SOAP 1.1 envelopes are accepted")
         op_name = etree.QName(payload).localname
         if etree.QName(payload).namespace != NAMESPACE or op_name not in OPERATIONS:
@@ -1435,19 +1251,3 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             return
         self.wfile.write(body)
-
-
-def _operation_of(body: bytes) -> str | None:
-    """The operation name, read cheaply from the start of the Body, for records and faults
-    of requests that were not parsed."""
-    marker = body.find(b"Body>")
-    if marker < 0:
-        return None
-    head = body[marker + 5 : marker + 200]
-    for name in OPERATIONS:
-        for candidate in (b"<" + name.encode() + b" ", b"<" + name.encode() + b">"):
-            if head.lstrip().startswith(candidate):
-                return name
-        if b":" + name.encode() in head[:100]:
-            return name
-    return None

@@ -1,0 +1,316 @@
+"""Reading a request as the service reads it: the server's half of the wire, with no I/O.
+
+A body is fed in chunks, or given whole when it is small. The tree is built without the
+documents' base64 text: each ``FileData`` is decoded as it arrives and handed to a writer the
+caller supplies (the simulator's spool), so a large request is never held whole. The parse
+has the hardening of :mod:`faxws._safexml` (no DTD, entities or network access), and bounds
+of its own that stop junk from building a large tree. What is wrong with a request ends up in
+:attr:`RequestReader.refusal`; nothing here raises to the caller.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from lxml import etree
+
+from faxws import _safexml
+from faxws._soap import SOAP11_NS
+from faxws.bindings import NAMESPACE, OPERATIONS
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_ELEMENTS",
+    "MAX_TEXT",
+    "Base64Decoder",
+    "Refusal",
+    "RequestReader",
+    "operation_named",
+    "sniff_operation",
+]
+
+#: Bounds of a request's XML apart from the documents' base64: a SOAP request is a few
+#: dozen elements, so these only stop junk from building a large tree.
+MAX_DEPTH = 64
+MAX_ELEMENTS = 50_000
+MAX_TEXT = 4 * 1024 * 1024
+
+ENVELOPE = f"{{{SOAP11_NS}}}Envelope"
+BODY = f"{{{SOAP11_NS}}}Body"
+# Where document content sits: its base64 is decoded as it arrives, never kept as text.
+_FILE_DATA = (
+    ENVELOPE,
+    BODY,
+    f"{{{NAMESPACE}}}SendFax",
+    f"{{{NAMESPACE}}}FaxJobFiles",
+    f"{{{NAMESPACE}}}item",
+    f"{{{NAMESPACE}}}FileData",
+)
+_ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
+
+#: A document's decoded bytes go to the writer that ``documents(item_number)`` returns.
+Writer = Callable[[bytes], None]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request cannot be served: the client's fault (malformed, out of bounds, bad
+    base64), or, with ``server_side``, the writer's (``message`` is its OSError's text)."""
+
+    message: str
+    server_side: bool = False
+
+
+class _StopError(Exception):
+    """Raised inside the parser target to stop the parse; the message names the problem."""
+
+
+class Base64Decoder:
+    """One ``xs:base64Binary`` value decoded in pieces: whitespace anywhere, padding only at
+    the very end. Raises :class:`ValueError` naming ``where`` for anything else."""
+
+    _FLUSH = 256 * 1024  # characters gathered before decoding
+    _SPACE = re.compile(r"[ \t\r\n]+")
+
+    def __init__(self, where: str, out: Writer) -> None:
+        self._where = where
+        self._out = out
+        self._pending: list[str] = []
+        self._pending_len = 0
+        self._carry = ""
+        self._padded = False
+
+    def write(self, text: str) -> None:
+        self._pending.append(text)
+        self._pending_len += len(text)
+        if self._pending_len >= self._FLUSH:
+            self._decode(final=False)
+
+    def finish(self) -> None:
+        self._decode(final=True)
+
+    def _decode(self, final: bool) -> None:
+        text = self._SPACE.sub("", self._carry + "".join(self._pending))
+        self._pending.clear()
+        self._pending_len = 0
+        if not final:
+            # Whole quanta only: padding can then appear only at the very end.
+            cut = len(text) - len(text) % 4
+            text, self._carry = text[:cut], text[cut:]
+        if not text:
+            return
+        if self._padded or (final and len(text) % 4):
+            raise ValueError(f"{self._where}: not a valid xs:base64Binary")
+        try:
+            data = base64.b64decode(text, validate=True)
+        except ValueError:  # binascii.Error, or a non-ASCII character
+            raise ValueError(f"{self._where}: not a valid xs:base64Binary") from None
+        self._padded = text.endswith("=")
+        self._out(data)
+
+
+def operation_named(tag: str) -> str | None:
+    """The operation a payload element stands for, or None for any other element."""
+    name = etree.QName(tag)
+    return name.localname if name.namespace == NAMESPACE and name.localname in OPERATIONS else None
+
+
+def sniff_operation(body: bytes) -> str | None:
+    """The operation name, read cheaply from the start of the Body, for records of requests
+    that were not parsed."""
+    marker = body.find(b"Body>")
+    if marker < 0:
+        return None
+    head = body[marker + 5 : marker + 200]
+    for name in OPERATIONS:
+        for candidate in (b"<" + name.encode() + b" ", b"<" + name.encode() + b">"):
+            if head.lstrip().startswith(candidate):
+                return name
+        if b":" + name.encode() in head[:100]:
+            return name
+    return None
+
+
+class _Target:
+    """lxml parser target for a streamed request: builds the tree without the documents'
+    text, refuses DTDs (``doctype`` is called for any DOCTYPE, whatever the document's
+    encoding) and junk beyond the bounds."""
+
+    def __init__(self, reader: RequestReader) -> None:
+        self._reader = reader
+        self._builder: Any = etree.TreeBuilder()  # the stubs lack start()'s nsmap
+        self._stack: list[str] = []
+        self._elements = 0
+        self._text = 0
+        self._items = 0
+        self._document: Base64Decoder | None = None
+        self.operation: str | None = None
+        self.refusal: Refusal | None = None
+
+    def _refuse(self, message: str) -> _StopError:
+        self.refusal = self.refusal or Refusal(message)
+        return _StopError(message)
+
+    def _count_text(self, length: int) -> None:
+        self._text += length
+        if self._text > MAX_TEXT:
+            raise self._refuse(f"the request holds more than {MAX_TEXT} characters of text")
+
+    def start(self, tag: str, attrib: Mapping[str, str], nsmap: Any = None) -> None:
+        self._elements += 1
+        if self._elements > MAX_ELEMENTS:
+            raise self._refuse(f"the request has more than {MAX_ELEMENTS} elements")
+        if len(self._stack) >= MAX_DEPTH:
+            raise self._refuse(f"the request is nested deeper than {MAX_DEPTH} elements")
+        for value in attrib.values():
+            self._count_text(len(value))
+        self._stack.append(tag)
+        depth = len(self._stack)
+        if depth == 3 and self.operation is None and self._stack[:2] == [ENVELOPE, BODY]:
+            self.operation = operation_named(tag)
+        if depth == 5 and tuple(self._stack) == _FILE_DATA[:5]:
+            self._items += 1
+        elif depth == 6 and tuple(self._stack) == _FILE_DATA:
+            self._document = self._guard(self._reader._decoder, self._items)
+        # lxml hands the default namespace's prefix over as "", TreeBuilder wants None.
+        prefixes = {k or None: v for k, v in nsmap.items()} if nsmap else None
+        self._builder.start(tag, dict(attrib), prefixes)
+
+    def data(self, text: str) -> None:
+        if self._document is not None and len(self._stack) == len(_FILE_DATA):
+            self._guard(self._document.write, text)
+            return
+        self._count_text(len(text))
+        self._builder.data(text)
+
+    def end(self, tag: str) -> None:
+        if self._document is not None and len(self._stack) == len(_FILE_DATA):
+            document, self._document = self._document, None
+            self._guard(document.finish)
+        self._stack.pop()
+        self._builder.end(tag)
+
+    def _guard(self, call: Callable[..., Any], *args: Any) -> Any:
+        # lxml may not pass an exception raised here on, so the reason is kept first.
+        try:
+            return call(*args)
+        except ValueError as exc:
+            raise self._refuse(str(exc)) from None
+        except OSError as exc:
+            self.refusal = self.refusal or Refusal(str(exc.strerror or exc), server_side=True)
+            raise _StopError(self.refusal.message) from None
+
+    def doctype(self, *args: object) -> None:
+        raise self._refuse("DTDs are not allowed")
+
+    def close(self) -> etree._Element:
+        root: etree._Element = self._builder.close()
+        return root
+
+
+class RequestReader:
+    """One request body, parsed as the service would: :meth:`feed` and :meth:`close` for a
+    streamed body, or :meth:`parse` for a whole one. ``documents(item_number)`` gives the
+    writer for each document's decoded bytes (it may raise OSError: a server-side refusal).
+
+    Afterwards :attr:`root` is the tree (each ``FileData`` empty) or :attr:`refusal` says
+    why there is none."""
+
+    def __init__(self, documents: Callable[[int], Writer], *, stream: bool) -> None:
+        self._documents = documents
+        self.root: etree._Element | None = None
+        self.refusal: Refusal | None = None
+        self._target: _Target | None = None
+        self._parser: etree.XMLParser | None = None
+        self._start: bytes | None = b""
+        if stream:
+            self._target = _Target(self)
+            self._parser = _safexml.push_parser(cast(Any, self._target))
+
+    def _decoder(self, item: int) -> Base64Decoder:
+        where = f"/SendFax/FaxJobFiles/item[{item}]/FileData"
+        return Base64Decoder(where, self._documents(item))
+
+    @property
+    def operation(self) -> str | None:
+        """The operation the body names, as far as it was read."""
+        if self._target is not None and self._target.operation is not None:
+            return self._target.operation
+        if self.root is not None and self.root.tag == ENVELOPE:
+            body = self.root.find(BODY)
+            children = body if body is not None else ()
+            payload = next((c for c in children if isinstance(c.tag, str)), None)
+            if payload is not None:
+                return operation_named(str(payload.tag))
+        return None
+
+    def feed(self, chunk: bytes) -> None:
+        """The next chunk of a streamed body."""
+        if self._parser is None or self.refusal is not None:
+            return
+        if self._start is not None:
+            # libxml2's push parser reads UTF-32 by its first characters, but not its BOM:
+            # the first four bytes are gathered, however the body is split, to look for one.
+            self._start += chunk
+            if len(self._start) < 4:
+                return
+            chunk, self._start = self._start, None
+            if chunk.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+                chunk = chunk[4:]
+        try:
+            self._parser.feed(chunk)
+        except Exception as exc:  # lxml re-raises what the target raised
+            self._fail(exc)
+
+    def close(self) -> None:
+        """The end of a streamed body."""
+        if self._parser is None or self.refusal is not None:
+            return
+        try:
+            if self._start:
+                self._parser.feed(self._start)
+            self.root = self._parser.close()
+        except Exception as exc:
+            self._fail(exc)
+
+    def parse(self, body: bytes) -> None:
+        """A whole body: one parse by the hardened parser, with the same refusals."""
+        if _safexml.dtd_offset(body) >= 0:
+            self.refusal = Refusal("DTDs are not allowed")
+            return
+        try:
+            root = etree.fromstring(body, _safexml.parser())
+        except Exception as exc:
+            self._fail(exc)
+            return
+        if _safexml.has_dtd(root):  # a DTD in an encoding the byte scan cannot read
+            self.refusal = Refusal("DTDs are not allowed")
+            return
+        try:
+            for item_number, item in enumerate(root.iterfind(_ITEMS), 1):
+                for element in item.iterfind(_FILE_DATA[-1]):
+                    decoder = self._decoder(item_number)
+                    decoder.write(element.text or "")
+                    decoder.finish()
+                    # Checked here; the schema check sees none, as for a streamed body.
+                    element.text = None
+        except ValueError as exc:
+            self.refusal = Refusal(str(exc))
+            return
+        except OSError as exc:
+            self.refusal = Refusal(str(exc.strerror or exc), server_side=True)
+            return
+        self.root = root
+
+    def _fail(self, exc: Exception) -> None:
+        self._parser = None
+        if self._target is not None and self._target.refusal is not None:
+            self.refusal = self._target.refusal
+        else:
+            message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
+            self.refusal = Refusal(f"malformed XML: {message}")

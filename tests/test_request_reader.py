@@ -1,0 +1,165 @@
+"""The core's reading of requests (the service's half of the wire): the same tree, documents
+and refusals whether a body is given whole or streamed in chunks of any size."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+from collections.abc import Callable
+
+import pytest
+from lxml import etree
+
+from faxws._request_reader import (
+    MAX_DEPTH,
+    MAX_ELEMENTS,
+    Base64Decoder,
+    Refusal,
+    RequestReader,
+    sniff_operation,
+)
+
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+
+
+def send_fax(*files: str, extra: str = "") -> bytes:
+    items = "".join(
+        f"<item><FileIndex>{i}</FileIndex><FileTypeId>101</FileTypeId><FileData>{text}"
+        "</FileData></item>"
+        for i, text in enumerate(files, 1)
+    )
+    return (
+        f'<soap:Envelope xmlns:soap="{SOAP}"><soap:Body><SendFax xmlns="urn:FaxWS">'
+        f"<UserID>u</UserID><strPIN>p</strPIN>{extra}<FaxJobFiles>{items}</FaxJobFiles>"
+        "</SendFax></soap:Body></soap:Envelope>"
+    ).encode()
+
+
+def read(
+    body: bytes, chunk: int | None, writer: Callable[[int], Callable[[bytes], None]] | None = None
+) -> tuple[RequestReader, dict[int, bytes]]:
+    """``body`` read whole (chunk None) or streamed ``chunk`` bytes at a time."""
+    documents: dict[int, bytearray] = {}
+
+    def new(item: int) -> Callable[[bytes], None]:
+        documents[item] = bytearray()
+        return documents[item].extend
+
+    reader = RequestReader(writer or new, stream=chunk is not None)
+    if chunk is None:
+        reader.parse(body)
+    else:
+        for start in range(0, len(body), chunk):
+            reader.feed(body[start : start + chunk])
+        reader.close()
+    return reader, {k: bytes(v) for k, v in documents.items()}
+
+
+WAYS = [None, 1, 7, 4096]
+
+
+@pytest.mark.parametrize("chunk", WAYS)
+def test_documents_are_decoded_and_left_out_of_the_tree(chunk: int | None) -> None:
+    first, second = bytes(range(256)) * 3, b"%PDF-1.4 second"
+    wrapped = "\n ".join(base64.b64encode(first).decode()[i : i + 76] for i in range(0, 1024, 76))
+    reader, documents = read(send_fax(wrapped, base64.b64encode(second).decode()), chunk)
+    assert reader.refusal is None
+    assert documents == {1: first, 2: second}
+    assert reader.operation == "SendFax"
+    assert reader.root is not None
+    texts = [e.text for e in reader.root.iter("{urn:FaxWS}FileData")]
+    assert texts == [None, None]
+
+
+BAD = [
+    ("DTD", b'<!DOCTYPE x [<!ENTITY e "x">]>' + send_fax("QQ=="), "DTDs are not allowed"),
+    ("padding inside", send_fax("QQ==QQ=="), "item[1]/FileData: not a valid xs:base64Binary"),
+    ("not base64", send_fax("QQ*="), "item[1]/FileData: not a valid xs:base64Binary"),
+    ("length", send_fax("QUJD", "QUJDR"), "item[2]/FileData: not a valid xs:base64Binary"),
+    ("not XML", b"<soap:Envelope", "malformed XML"),
+    (
+        "too deep",
+        b"<a>" * (MAX_DEPTH + 1) + b"</a>" * (MAX_DEPTH + 1),
+        f"nested deeper than {MAX_DEPTH}",
+    ),
+    (
+        "too many elements",
+        b"<a>" + b"<b/>" * MAX_ELEMENTS + b"</a>",
+        f"more than {MAX_ELEMENTS} elements",
+    ),
+]
+
+
+@pytest.mark.parametrize("chunk", [1024, 65536])
+@pytest.mark.parametrize(("body", "reason"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_streamed_bodies_are_refused_with_the_reason(
+    body: bytes, reason: str, chunk: int | None
+) -> None:
+    reader, _ = read(body, chunk)
+    assert reader.root is None
+    assert reader.refusal is not None
+    assert not reader.refusal.server_side
+    assert reason in reader.refusal.message
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"), [c[1:] for c in BAD[:5]], ids=[c[0] for c in BAD[:5]]
+)
+def test_whole_bodies_are_refused_with_the_same_reason(body: bytes, reason: str) -> None:
+    reader, _ = read(body, None)
+    assert reader.root is None
+    assert reader.refusal is not None
+    assert reason in reader.refusal.message
+
+
+@pytest.mark.parametrize("chunk", WAYS)
+def test_a_writer_that_fails_is_a_server_side_refusal(chunk: int | None) -> None:
+    def full(item: int) -> Callable[[bytes], None]:
+        def write(data: bytes) -> None:
+            raise OSError(28, "No space left on device")
+
+        return write
+
+    reader, _ = read(send_fax("QUJD"), chunk, full)
+    assert reader.root is None
+    assert reader.refusal == Refusal("No space left on device", server_side=True)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096])
+def test_utf32_with_a_byte_order_mark_is_read_streamed(chunk: int) -> None:
+    body = codecs.BOM_UTF32_LE + send_fax("QUJD").decode().encode("utf-32-le")
+    reader, documents = read(body, chunk)
+    assert reader.refusal is None
+    assert documents == {1: b"ABC"}
+
+
+def test_the_decoder_takes_any_split_of_the_text() -> None:
+    data = bytes(range(256)) * 2048  # more than one flush of text
+    text = base64.b64encode(data).decode()
+    for step in (1, 5, 4096, 300_001):
+        out = bytearray()
+        decoder = Base64Decoder("/x", out.extend)
+        for start in range(0, len(text), step):
+            decoder.write(text[start : start + step])
+        decoder.finish()
+        assert bytes(out) == data, step
+
+
+def test_the_operation_is_sniffed_from_a_body_that_was_not_parsed() -> None:
+    assert sniff_operation(send_fax("QUJD")) == "SendFax"
+    assert sniff_operation(b"<s:Envelope><s:Body><x:GetFaxBroadcastReport>") == (
+        "GetFaxBroadcastReport"
+    )
+    assert sniff_operation(b"<s:Envelope><s:Body><Other/>") is None
+    assert sniff_operation(b"no body") is None
+
+
+def test_the_tree_matches_a_plain_parse_apart_from_the_documents() -> None:
+    body = send_fax("QUJD", extra="<!-- note --><Recipients><item/></Recipients>")
+    streamed, _ = read(body, 5)
+    plain = etree.fromstring(body)
+    for element in plain.iter("{urn:FaxWS}FileData"):
+        element.text = None
+    assert streamed.root is not None
+    without_comments = etree.tostring(plain).replace(b"<!-- note -->", b"")
+    assert etree.tostring(streamed.root).replace(b"<!-- note -->", b"") == without_comments
