@@ -102,9 +102,7 @@ def test_streamed_bodies_are_refused_with_the_reason(
     assert reason in reader.refusal.message
 
 
-@pytest.mark.parametrize(
-    ("body", "reason"), [c[1:] for c in BAD[:5]], ids=[c[0] for c in BAD[:5]]
-)
+@pytest.mark.parametrize(("body", "reason"), [c[1:] for c in BAD[:5]], ids=[c[0] for c in BAD[:5]])
 def test_whole_bodies_are_refused_with_the_same_reason(body: bytes, reason: str) -> None:
     reader, _ = read(body, None)
     assert reader.root is None
