@@ -14,6 +14,7 @@ from faxws.errors import BadInputError, FaxWSError
 
 __all__ = [
     "CONTENT_TYPE",
+    "MEDIA_TYPE",
     "PATH",
     "RETRY_STATUSES",
     "SOAP11_NS",
@@ -24,7 +25,8 @@ __all__ = [
 
 SOAP11_NS = "http://schemas.xmlsoap.org/soap/envelope/"
 SOAP12_NS = "http://www.w3.org/2003/05/soap-envelope"
-CONTENT_TYPE = "application/soap+xml; charset=utf-8"
+MEDIA_TYPE = "application/soap+xml"
+CONTENT_TYPE = f"{MEDIA_TYPE}; charset=utf-8"
 PATH = "/fax/v5"
 #: Statuses after which an idempotent call is sent again (a gateway's transient failures).
 RETRY_STATUSES = frozenset({502, 503, 504})

@@ -59,6 +59,7 @@ from lxml import etree
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import MASK, redact
 from faxws._request_reader import ENVELOPE, RequestReader, Writer, sniff_operation
+from faxws._soap import CONTENT_TYPE, MEDIA_TYPE
 from faxws._wire import envelope, fault_envelope
 from faxws.bindings import (
     NAMESPACE,
@@ -91,7 +92,7 @@ __all__ = [
 
 SERVICE_PATH = "/fax/v5"
 TOKEN_PATH = "/connect/token"  # noqa: S105 - a path
-RESPONSE_CONTENT_TYPE = "application/soap+xml; charset=utf-8"
+RESPONSE_CONTENT_TYPE = CONTENT_TYPE
 
 #: The account every simulator accepts unless given others; not secrets, by design.
 DEMO_USER_ID = "mbx0000000000"
@@ -1017,7 +1018,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _is_soap(self) -> bool:
         """Whether the service would parse this body; else it is only read, not parsed."""
         content_type = self.headers.get("Content-Type", "")
-        soap = content_type.split(";", 1)[0].strip().lower() == "application/soap+xml"
+        soap = content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE
         return soap and self.headers.get("SOAPAction") is not None
 
     def _record(self, path: str, received: _Received | None) -> None:
@@ -1086,7 +1087,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _service(self, received: _Received, fault: Fault | None) -> tuple[int, bytes]:
         sim = self.server.sim
         content_type = self.headers.get("Content-Type", "")
-        if content_type.split(";", 1)[0].strip().lower() != "application/soap+xml":
+        if content_type.split(";", 1)[0].strip().lower() != MEDIA_TYPE:
             raise _RejectError(415, b"unsupported media type\n", "text/plain")
         if self.headers.get("SOAPAction") is None:
             raise _client_fault("the SOAPAction header is missing")
