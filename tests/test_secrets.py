@@ -73,7 +73,7 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
         attempt(
             lambda: FaxClient(sim.url, user_id=USER, token=bad_secret).send_fax(["+1 5"], [pdf])
         )
-        issued_tokens = list(sim._issued)
+        issued_tokens = list(sim._state.issued)
 
         # The CLI, with --verbose, in every auth mode.
         pdf_path = tmp_path / "a.pdf"

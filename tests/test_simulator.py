@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +13,7 @@ from lxml import etree
 
 from faxws import (
     AuthenticationError,
+    BadInputError,
     FaxClient,
     FaxFile,
     FileType,
@@ -240,7 +243,7 @@ FAULTS = [
 @pytest.mark.parametrize(
     ("fault", "error", "maybe_delivered"),
     FAULTS,
-    ids=[f[0].kind + str(f[0].status) for f in FAULTS],
+    ids=[f"{f[0].kind}{getattr(f[0], 'status', '')}" for f in FAULTS],
 )
 def test_injected_faults_on_send_fax_map_to_typed_errors(
     faxws_simulator: FaxWSSimulator, fault: Fault, error: type[Exception], maybe_delivered: bool
@@ -328,7 +331,7 @@ def test_token_provider_refreshes_before_expiry(monkeypatch: pytest.MonkeyPatch)
         second = provider()
         assert second != first
         assert (provider.fetches, sim.token_requests) == (2, 2)
-        assert sim._user_for_token(first) == DEMO_USER_ID
+        assert sim._state.user_for_token(first) == DEMO_USER_ID
         assert provider() == second  # and the new one is cached in turn
         assert provider.fetches == 2
 
@@ -406,3 +409,43 @@ def test_refused_requests_are_recorded_too(faxws_simulator: FaxWSSimulator) -> N
     requests.post(f"{faxws_simulator.url}/wrong", data=b"<x/>", headers=HEADERS, timeout=30)
     got = [(r.method, r.path, r.body, r.operation) for r in faxws_simulator.requests]
     assert got == [("GET", "/fax/v5", b"", None), ("POST", "/wrong", b"<x/>", None)]
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: Fault.delay_response(0), BadInputError, "seconds: must be a finite number"),
+        (lambda: Fault.slow_drip(float("nan")), BadInputError, "seconds: must be a finite"),
+        (lambda: Fault.slow_drip("1"), BadInputError, "seconds: must be a number of seconds"),
+        (lambda: Fault.http_status(99), ValueError, "status must be from 200 to 599, not 99"),
+        (lambda: Fault.http_status(600), ValueError, "status must be from 200 to 599, not 600"),
+        (lambda: Fault.http_status("503"), TypeError, "status must be an int"),
+        (lambda: Fault.ws_error("-1"), TypeError, "code must be an int"),
+    ],
+)
+def test_faults_are_checked_when_built(
+    build: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("fault", "operation", "times", "message"),
+    [
+        (Fault.html_500(), None, 0, "times must be a whole number of at least 1, not 0"),
+        (Fault.html_500(), None, True, "times must be a whole number of at least 1, not True"),
+        (Fault.html_500(), "Nope", 1, "unknown operation 'Nope'"),
+        (Fault.close_before_read(), "SendFax", 1, "cannot be limited to one operation"),
+    ],
+)
+def test_injections_are_checked(
+    faxws_simulator: FaxWSSimulator, fault: Fault, operation: str | None, times: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        faxws_simulator.inject(fault, operation=operation, times=times)
+
+
+def test_only_a_fault_of_one_kind_can_be_injected(faxws_simulator: FaxWSSimulator) -> None:
+    with pytest.raises(TypeError, match="one of Fault's class methods"):
+        faxws_simulator.inject(Fault())

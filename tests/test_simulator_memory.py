@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from faxws import FaxClient, FaxFile, FileType, testing
+from faxws import FaxClient, FaxFile, FileType
 from faxws.oauth import ClientCredentials
 from faxws.testing import (
     DEMO_CLIENT_ID,
@@ -30,6 +30,7 @@ from faxws.testing import (
     DEMO_USER_ID,
     FaxWSSimulator,
 )
+from faxws.testing import _state as simulator_state
 
 MIB = 1 << 20
 SOAP_HEADERS = {"Content-Type": "application/soap+xml; charset=utf-8", "SOAPAction": ""}
@@ -303,7 +304,7 @@ def test_large_documents_are_spooled_to_disk_and_removed_at_stop() -> None:
 def test_small_documents_in_memory_stay_within_their_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(testing, "DOCUMENT_MEMORY", 50_000)
+    monkeypatch.setattr(simulator_state, "DOCUMENT_MEMORY", 50_000)
     document = b"%PDF" + bytes(20_000)
     with FaxWSSimulator() as sim:
         client = FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN)

@@ -1,0 +1,38 @@
+"""How the simulator refuses a request: an HTTP status with a body, raised anywhere below
+the HTTP handler and written by it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from faxws._soap import CONTENT_TYPE
+from faxws._wire import fault_envelope
+
+__all__ = ["RejectError", "client_fault", "not_allowed", "server_fault"]
+
+
+class RejectError(Exception):
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str = CONTENT_TYPE,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(status)
+        self.status, self.body, self.content_type = status, body, content_type
+        self.headers = dict(headers or {})
+
+
+def client_fault(text: str, status: int = 500) -> RejectError:
+    """A SOAP Client fault: the request is wrong."""
+    return RejectError(status, fault_envelope("soap:Client", text))
+
+
+def server_fault(text: str) -> RejectError:
+    """A SOAP Server fault: the simulator could not serve a right request."""
+    return RejectError(500, fault_envelope("soap:Server", text))
+
+
+def not_allowed() -> RejectError:
+    return RejectError(405, b"method not allowed\n", "text/plain", {"Allow": "POST"})

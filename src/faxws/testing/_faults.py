@@ -1,0 +1,214 @@
+"""Failures the simulator can inject, one type each, and the queue of pending ones.
+
+Each fault acts at one stage of an exchange: :class:`CloseBeforeRead` before the body is
+read (so it cannot target an operation: the operation is in the body), the connection
+faults after it is read, the answer faults in place of the answer, and the delivery faults
+while the answer is written.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import ClassVar
+
+from faxws.bindings import OPERATIONS
+from faxws.testing._accounts import seconds
+
+__all__ = [
+    "CloseAfterRead",
+    "CloseBeforeRead",
+    "DelayResponse",
+    "Fault",
+    "Faults",
+    "Html500",
+    "HttpStatus",
+    "ResetMidResponse",
+    "SlowDrip",
+    "SoapFault",
+    "WsError",
+]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure to inject: one of the subclasses, also built with the class methods."""
+
+    kind: ClassVar[str] = ""
+
+    @classmethod
+    def delay_response(cls, seconds: float) -> DelayResponse:
+        """Answer normally, after ``seconds``."""
+        return DelayResponse(seconds)
+
+    @classmethod
+    def html_500(cls) -> Html500:
+        """HTTP 500 with an HTML error page."""
+        return Html500()
+
+    @classmethod
+    def http_status(cls, status: int) -> HttpStatus:
+        """HTTP ``status`` (e.g. 502, 503, 504) with a short plain-text body."""
+        return HttpStatus(status)
+
+    @classmethod
+    def soap_fault(cls, code: str = "soap:Server", text: str = "simulated fault") -> SoapFault:
+        """A SOAP fault with HTTP 500."""
+        return SoapFault(code, text)
+
+    @classmethod
+    def ws_error(cls, code: int, text: str = "simulated error") -> WsError:
+        """A normal response with ``return`` false and the given WSError."""
+        return WsError(code, text)
+
+    @classmethod
+    def close_before_read(cls) -> CloseBeforeRead:
+        """Close the connection after the request headers, without reading the body.
+        The body holds the operation, so this fault cannot be limited to one operation."""
+        return CloseBeforeRead()
+
+    @classmethod
+    def close_after_read(cls) -> CloseAfterRead:
+        """Read the whole request, then close the connection without answering."""
+        return CloseAfterRead()
+
+    @classmethod
+    def reset_mid_response(cls) -> ResetMidResponse:
+        """Send the status line, the headers and half of the body, then reset the connection."""
+        return ResetMidResponse()
+
+    @classmethod
+    def slow_drip(cls, seconds: float) -> SlowDrip:
+        """Send a normal response one byte at a time, spread over about ``seconds``."""
+        return SlowDrip(seconds)
+
+
+@dataclass(frozen=True)
+class DelayResponse(Fault):
+    """Answer normally, after ``seconds`` (``stop()`` ends the wait)."""
+
+    seconds: float
+    kind: ClassVar[str] = "delay_response"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seconds", seconds("seconds", self.seconds))
+
+
+@dataclass(frozen=True)
+class Html500(Fault):
+    """HTTP 500 with an HTML error page."""
+
+    kind: ClassVar[str] = "html_500"
+
+
+@dataclass(frozen=True)
+class HttpStatus(Fault):
+    """HTTP ``status`` with a short plain-text body."""
+
+    status: int
+    kind: ClassVar[str] = "http_status"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, bool) or not isinstance(self.status, int):
+            raise TypeError("status must be an int")
+        if not 200 <= self.status <= 599:
+            raise ValueError(f"status must be from 200 to 599, not {self.status}")
+
+
+@dataclass(frozen=True)
+class SoapFault(Fault):
+    """A SOAP fault with HTTP 500."""
+
+    code: str = "soap:Server"
+    text: str = "simulated fault"
+    kind: ClassVar[str] = "soap_fault"
+
+
+@dataclass(frozen=True)
+class WsError(Fault):
+    """A normal response with ``return`` false and the given WSError."""
+
+    code: int
+    text: str = "simulated error"
+    kind: ClassVar[str] = "ws_error"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.code, bool) or not isinstance(self.code, int):
+            raise TypeError("code must be an int")
+
+
+@dataclass(frozen=True)
+class CloseBeforeRead(Fault):
+    """Close the connection after the request headers, without reading the body."""
+
+    kind: ClassVar[str] = "close_before_read"
+
+
+@dataclass(frozen=True)
+class CloseAfterRead(Fault):
+    """Read the whole request, then close the connection without answering."""
+
+    kind: ClassVar[str] = "close_after_read"
+
+
+@dataclass(frozen=True)
+class ResetMidResponse(Fault):
+    """Send the status line, the headers and half of the body, then reset the connection."""
+
+    kind: ClassVar[str] = "reset_mid_response"
+
+
+@dataclass(frozen=True)
+class SlowDrip(Fault):
+    """Send a normal response one byte at a time, spread over about ``seconds``."""
+
+    seconds: float
+    kind: ClassVar[str] = "slow_drip"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seconds", seconds("seconds", self.seconds))
+
+
+@dataclass
+class _Injection:
+    fault: Fault
+    operation: str | None
+    remaining: int
+
+
+class Faults:
+    """The pending faults, each for the next ``times`` requests (of one operation, or any)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[_Injection] = []
+
+    def add(self, fault: Fault, operation: str | None, times: int) -> None:
+        if not isinstance(fault, Fault) or type(fault) is Fault:
+            raise TypeError("fault must be built with one of Fault's class methods")
+        if operation is not None and operation not in OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}")
+        if operation is not None and isinstance(fault, CloseBeforeRead):
+            raise ValueError("close_before_read cannot be limited to one operation")
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise ValueError(f"times must be a whole number of at least 1, not {times!r}")
+        with self._lock:
+            self._pending.append(_Injection(fault, operation, times))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending = []
+
+    def take(self, operation: str | None, *, before_read: bool) -> Fault | None:
+        """The first pending fault for this stage and operation, counted as used."""
+        with self._lock:
+            for injection in self._pending:
+                if injection.remaining <= 0:
+                    continue
+                if before_read != isinstance(injection.fault, CloseBeforeRead):
+                    continue
+                if injection.operation is not None and injection.operation != operation:
+                    continue
+                injection.remaining -= 1
+                return injection.fault
+        return None

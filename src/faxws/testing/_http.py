@@ -1,0 +1,348 @@
+"""The simulator's HTTP side: a threaded HTTP/1.1 server whose every connection is tracked
+(so that ``stop()`` can end it), and the handler that reads each request, applies faults,
+checks the contract and answers."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from lxml import etree
+
+from faxws._reader import ReadError, read_payload, soap_payload
+from faxws._request_reader import ENVELOPE
+from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
+from faxws._wire import envelope, fault_envelope
+from faxws.bindings import NAMESPACE, OPERATIONS, WSError
+from faxws.testing._answers import RejectError, client_fault, not_allowed, server_fault
+from faxws.testing._documents import Received
+from faxws.testing._faults import (
+    CloseAfterRead,
+    CloseBeforeRead,
+    DelayResponse,
+    Fault,
+    Html500,
+    HttpStatus,
+    ResetMidResponse,
+    SlowDrip,
+    SoapFault,
+    WsError,
+)
+from faxws.testing._oauth import TOKEN_PATH, token_endpoint
+from faxws.testing._operations import HANDLERS, Call
+from faxws.testing._records import ReceivedRequest
+from faxws.validation import schema_issues
+
+if TYPE_CHECKING:
+    from faxws.testing._simulator import FaxWSSimulator
+
+__all__ = ["MAX_BODY", "Handler", "Server"]
+
+#: Largest request body the simulator reads (a larger one gets 413 and the connection closes).
+MAX_BODY = 512 * 1024 * 1024
+
+_CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
+_HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
+_SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    # The listen backlog: a burst of clients connecting at once must find room in the
+    # kernel's queue, not wait for SYN retries (socketserver's default is 5).
+    request_queue_size = 128
+    sim: FaxWSSimulator
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self._serve_connection,
+            args=(request, client_address),
+            name="faxws-simulator-connection",
+            daemon=True,
+        )
+        self.sim._connection_opened(request, thread)
+        try:
+            thread.start()
+        except BaseException:
+            self.sim._thread_ended(thread)  # never started: nothing for stop() to join
+            raise
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            self.sim._thread_ended(threading.current_thread())
+
+    def shutdown_request(self, request: Any) -> None:
+        # Under the simulator's lock, so that stop() never shuts down a socket whose
+        # descriptor was closed (and perhaps reused) in between.
+        with self.sim._lock:
+            self.sim._sockets.discard(request)
+            super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # the client went away, or stop() shut the connection down
+        super().handle_error(request, client_address)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Server
+    timeout = 30  # idle keep-alive connections end
+    # Headers and body go out in separate writes; with Nagle's algorithm on, each answer
+    # would wait for the client's delayed ACK.
+    disable_nagle_algorithm = True
+    error_content_type = "text/plain"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Quiet: tests and the demo read the simulator's records instead."""
+
+    if not TYPE_CHECKING:
+        # BaseHTTPRequestHandler answers 501 to a method without a do_ handler (TRACE,
+        # lowercase "post", anything): every method arrives here instead, so each gets the
+        # contract's answer (405 with Allow: POST, or 404 for another path).
+        def __getattr__(self, name):
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
+
+    def _handle(self) -> None:
+        sim = self.server.sim
+        state = sim._state
+        started = time.perf_counter()
+        request_id = self.headers.get("x-ch-request-id")
+        path = self.path.split("?", 1)[0]
+        received: Received | None = None
+        fault: Fault | None = None
+        try:
+            if path == TOKEN_PATH:
+                token_endpoint(self)
+                return
+            if path != PATH or self.command != "POST":
+                # Recorded too: a test may want to see what its code sent to the wrong place.
+                received = self.receive(parse=False)
+                self._record(path, received)
+                if path != PATH:
+                    raise RejectError(404, b"not found\n", "text/plain")
+                raise not_allowed()
+            if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
+                self._record(path, None)
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            received = self.receive(parse=self._is_soap())
+            self._record(path, received)
+            if not received.complete:
+                self.close_connection = True  # the client went away halfway
+                return
+            fault = state.faults.take(received.operation, before_read=False)
+            if isinstance(fault, CloseAfterRead):
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
+                self.close_connection = True  # stop() woke the delay
+                return
+            status, payload = self._service(received, fault)
+            content_type = CONTENT_TYPE
+            extra: dict[str, str] = {}
+        except RejectError as reject:
+            status, payload, content_type = reject.status, reject.body, reject.content_type
+            extra = reject.headers
+            fault = None
+        finally:
+            if received is not None:
+                received.discard()  # the documents no job adopted
+        headers = {
+            "Content-Type": content_type,
+            **extra,
+            "x-ch-activity-id": str(uuid.uuid4()),
+            "x-ch-execution-time": str(int((time.perf_counter() - started) * 1000)),
+        }
+        if request_id is not None:
+            headers["x-ch-request-id"] = request_id
+        drip = fault.seconds if isinstance(fault, SlowDrip) else 0.0
+        self.send(status, headers, payload, drip=drip, reset=isinstance(fault, ResetMidResponse))
+
+    def _is_soap(self) -> bool:
+        """Whether the service would parse this body; else it is only read, not parsed."""
+        content_type = self.headers.get("Content-Type", "")
+        soap = content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE
+        return soap and self.headers.get("SOAPAction") is not None
+
+    def _record(self, path: str, received: Received | None) -> None:
+        state = self.server.sim._state
+        headers = dict(self.headers)
+        state.record(
+            ReceivedRequest(
+                self.command,
+                path,
+                headers,
+                received.body if received is not None and received.retained else b"",
+                received.operation if received is not None else None,
+                body_size=received.size if received is not None else 0,
+                body_retained=received.retained if received is not None else True,
+                _secrets=state.secrets_of(headers),
+            )
+        )
+
+    def _content_length(self) -> int:
+        try:
+            return max(0, int(self.headers.get("Content-Length", "0")))
+        except ValueError:
+            self.close_connection = True
+            raise RejectError(400, b"bad Content-Length\n", "text/plain") from None
+
+    def receive(self, *, parse: bool, limit: int = MAX_BODY, whole: bool = False) -> Received:
+        """Read the body in chunks: kept whole when it fits the retained budget; for a SOAP
+        request, parsed (documents spooled) as it arrives, never held whole otherwise."""
+        sim = self.server.sim
+        length = self._content_length()
+        if length > limit:
+            self.close_connection = True  # the body is not read, so the stream is lost
+            raise RejectError(413, b"request too large\n", "text/plain")
+        stream = length > _SMALL
+        received = Received(sim._spool if parse else None, stream=stream)
+        received.retained = length <= sim.retained_body_bytes
+        collect = whole or received.retained or (parse and not stream)
+        kept: list[bytes] = []
+        head = b""
+        remaining = length
+        try:
+            while remaining > 0:
+                chunk = self.rfile.read(min(_CHUNK, remaining))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                received.size += len(chunk)
+                if collect:
+                    kept.append(chunk)
+                elif len(head) < _HEAD:
+                    head += chunk[: _HEAD - len(head)]
+                received.feed(chunk)
+            received.complete = remaining == 0
+            body = b"".join(kept)
+            if received.complete and parse and stream:
+                received.close()
+            elif received.complete and parse:
+                received.parse(body)
+        except BaseException:
+            received.discard()
+            raise
+        received.body = body
+        received.head = body[:_HEAD] if collect else head
+        return received
+
+    def _service(self, received: Received, fault: Fault | None) -> tuple[int, bytes]:
+        sim = self.server.sim
+        content_type = self.headers.get("Content-Type", "")
+        if content_type.split(";", 1)[0].strip().lower() != MEDIA_TYPE:
+            raise RejectError(415, b"unsupported media type\n", "text/plain")
+        if self.headers.get("SOAPAction") is None:
+            raise client_fault("the SOAPAction header is missing")
+        if received.refusal is not None:
+            if received.refusal.server_side:
+                raise server_fault(
+                    f"the simulator cannot spool the document: {received.refusal.message}"
+                )
+            raise client_fault(received.refusal.message)
+        root = received.root
+        assert root is not None
+        try:
+            payload = soap_payload(root)
+        except ReadError as exc:
+            raise client_fault(exc.message) from None
+        if root.tag != ENVELOPE:
+            raise client_fault("only SOAP 1.1 envelopes are accepted")
+        name = etree.QName(payload)
+        handler = HANDLERS.get(name.localname) if name.namespace == NAMESPACE else None
+        if handler is None:
+            known = name.namespace == NAMESPACE and name.localname in OPERATIONS
+            if known:
+                raise client_fault(f"the operation {name.localname} is not simulated")
+            raise client_fault(f"unknown operation {name.text}")
+        # The documents' base64 was checked while it was decoded; here it is absent.
+        issues = schema_issues(payload)
+        if issues:
+            raise client_fault(f"{issues[0].path}: {issues[0].message}")
+        request = read_payload(payload, OPERATIONS[name.localname].input)
+        auth_mode = self._authenticate(request.user_id, request.str_pin)
+        if isinstance(fault, Html500):
+            return 500, b"<html><body><h1>500 Internal Server Error</h1></body></html>"
+        if isinstance(fault, HttpStatus):
+            return fault.status, f"{fault.status} simulated\n".encode()
+        if isinstance(fault, SoapFault):
+            return 500, fault_envelope(fault.code, fault.text)
+        error = WSError(fault.code, fault.text) if isinstance(fault, WsError) else WSError(0, "")
+        call = Call(
+            sim._state,
+            request,
+            auth_mode,
+            self.headers.get("x-ch-request-id"),
+            received,
+            sim.ttfp,
+            error,
+        )
+        return 200, b"".join(envelope(handler(call)))
+
+    def _authenticate(self, user_id: str, pin: str) -> str:
+        """The contract's two rules; anything else is HTTP 401."""
+        state = self.server.sim._state
+        authorization = self.headers.get("Authorization")
+        if authorization is not None:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not token:
+                raise client_fault("Authorization must be a Bearer token", 401)
+            if pin:
+                raise client_fault("strPIN must be empty with a Bearer token", 401)
+            owner = state.user_for_token(token.strip())
+            if owner is None:
+                raise client_fault("the access token is unknown or expired", 401)
+            if owner != user_id:
+                raise client_fault("the access token belongs to another user", 401)
+            return "oauth2"
+        if not pin:
+            raise client_fault("no credentials: send a Bearer token or strPIN", 401)
+        if not state.pin_matches(user_id, pin):
+            raise client_fault("wrong user id or PIN", 401)
+        return "pin"
+
+    def send(
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        drip: float = 0,
+        reset: bool = False,
+    ) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if reset:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.server.sim._reset_connection(self.connection)
+            return
+        if drip > 0 and body:
+            stopping = self.server.sim._stopping
+            pause = drip / len(body)
+            for i in range(len(body)):
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                if stopping.wait(pause):
+                    self.close_connection = True  # stop() ends the drip
+                    return
+            return
+        self.wfile.write(body)

@@ -1,0 +1,193 @@
+"""What the simulator records: each request (masked in reprs), and each job with its
+documents."""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from faxws._redact import MASK, redact
+from faxws.bindings import FaxJobRecipient
+from faxws.testing._accounts import PUBLIC
+
+__all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked"]
+
+_STR_PIN = re.compile(
+    r"(<(?:[\w.-]+:)?strPIN(?:\s[^>]*)?(?<!/)>)(.*?)(</(?:[\w.-]+:)?strPIN\s*>)", re.S
+)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_SHOWN = 2000  # characters of a body a repr shows
+
+
+def _text_of(body: bytes) -> str:
+    """A body as text for display, in whichever encoding its first bytes announce."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body.decode(codec, "replace")
+    start = body[:4]
+    for pattern, codec in (
+        (b"<\0\0\0", "utf-32-le"),
+        (b"\0\0\0<", "utf-32-be"),
+        (b"<\0", "utf-16-le"),
+        (b"\0<", "utf-16-be"),
+    ):
+        if start.startswith(pattern):
+            return body.decode(codec, "replace")
+    return body.decode("utf-8", "replace")
+
+
+def masked(text: str, known: Iterable[str]) -> str:
+    """``text`` with strPIN contents and every form of the known secrets masked."""
+    found = set(known)
+    found.update(m.group(2) for m in _STR_PIN.finditer(text) if m.group(2) not in PUBLIC)
+    text = _STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    # Longest first: a secret that contains a shorter one is masked whole.
+    return redact(text, sorted(found, key=len, reverse=True))
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """One HTTP request as the simulator received it.
+
+    The metadata of every request is kept; its body only while the simulator's
+    ``retained_body_bytes`` budget holds it (the newest bodies stay). A body that was not
+    kept, or was dropped later, reads ``b""`` with ``body_retained`` False; ``body_size``
+    always tells how many bytes arrived. ``repr`` masks credentials: the Authorization value,
+    the content of ``strPIN`` and the accounts' secrets, in every escaped or encoded form.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+    operation: str | None = None
+    body_size: int = -1
+    """Bytes of body received (-1 when built by hand: the length of ``body``)."""
+    body_retained: bool = True
+    _secrets: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.body_size < 0:
+            object.__setattr__(self, "body_size", len(self.body))
+
+    def header(self, name: str) -> str | None:
+        """A header value by case-insensitive name."""
+        for key, value in self.headers.items():
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def masked_headers(self) -> dict[str, str]:
+        """The headers with the Authorization value and any known secret masked, for
+        printing."""
+        known = sorted(self._secrets, key=len, reverse=True)
+        out = {}
+        for key, value in self.headers.items():
+            if key.lower() in ("authorization", "proxy-authorization"):
+                scheme, space, _ = value.strip().partition(" ")
+                value = f"{scheme} {MASK}" if space else MASK
+            out[key] = redact(value, known)
+        return out
+
+    def __repr__(self) -> str:
+        if self.body_retained:
+            text = masked(_text_of(self.body), self._secrets)
+            shown = text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+            body = f"<{self.body_size} bytes: {shown!r}>"
+        else:
+            body = f"<{self.body_size} bytes, not kept>"
+        text = (
+            f"ReceivedRequest(method={self.method!r}, path={self.path!r}, "
+            f"headers={self.masked_headers()!r}, body={body}, operation={self.operation!r})"
+        )
+        return redact(text, sorted(self._secrets, key=len, reverse=True))
+
+
+class ReceivedFile:
+    """One document of a job: ``index``, ``file_type``, ``size``, ``sha256`` and its bytes.
+
+    A small document is held in memory (``path`` is None). A large one was written to a
+    file in the simulator's spool directory (``path``) while it was decoded: ``data`` reads
+    it from disk on each access and ``open()`` streams it. The file is removed when the
+    simulator stops or forgets the job (:meth:`FaxWSSimulator.reset`); reading it after that
+    raises FileNotFoundError.
+    """
+
+    __slots__ = ("_data", "file_type", "index", "path", "sha256", "size")
+
+    def __init__(
+        self,
+        index: int,
+        file_type: int,
+        data: bytes | None = None,
+        *,
+        path: Path | None = None,
+        size: int = 0,
+        sha256: str = "",
+    ) -> None:
+        if (data is None) == (path is None):
+            raise TypeError("ReceivedFile needs either data or path")
+        self.index = index
+        self.file_type = file_type
+        self.path = path
+        self._data = data
+        self.size = len(data) if data is not None else size
+        self.sha256 = sha256 or hashlib.sha256(data or b"").hexdigest()
+
+    @property
+    def data(self) -> bytes:
+        """The document's bytes."""
+        with self.open() as f:
+            return f.read()
+
+    def open(self) -> BinaryIO:
+        """The document as a binary file object (close it, or use ``with``)."""
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        assert self.path is not None
+        try:
+            return self.path.open("rb")
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"document {self.index} is gone: the simulator was stopped or reset"
+            ) from None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReceivedFile):
+            return NotImplemented
+        mine = (self.index, self.file_type, self.size, self.sha256)
+        return mine == (other.index, other.file_type, other.size, other.sha256)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.file_type, self.size, self.sha256))
+
+    def __repr__(self) -> str:
+        return (
+            f"ReceivedFile(index={self.index}, file_type={self.file_type}, size={self.size}, "
+            f"sha256={self.sha256!r})"
+        )
+
+
+@dataclass(frozen=True)
+class SimulatedJob:
+    """A SendFax the simulator accepted."""
+
+    job_ids: tuple[str, ...]
+    user_id: str
+    auth_mode: str
+    request_id: str | None
+    recipients: tuple[FaxJobRecipient, ...]
+    """As received, in the generated binding's form (``recip_fax_number``, ...)."""
+    files: tuple[ReceivedFile, ...]

@@ -1,0 +1,222 @@
+"""The simulator itself: its life cycle (a server thread, every connection tracked and ended
+at stop), what tests inspect, and what they control."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from faxws.errors import BadInputError
+from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
+from faxws.testing._faults import Fault
+from faxws.testing._http import Handler, Server
+from faxws.testing._oauth import TOKEN_PATH
+from faxws.testing._records import ReceivedRequest, SimulatedJob
+from faxws.testing._state import State, forget_files
+
+__all__ = ["RETAINED_BODY_BYTES", "FaxWSSimulator"]
+
+#: Default ``retained_body_bytes``: request bodies kept in memory, in total, newest first.
+RETAINED_BODY_BYTES = 8 * 1024 * 1024
+
+
+class FaxWSSimulator:
+    """The simulator. Use as a context manager, or call :meth:`start` and :meth:`stop`.
+
+    Args:
+        accounts: the users it accepts; default: the demo account
+            (:data:`DEMO_USER_ID` with PIN :data:`DEMO_PIN`, token :data:`DEMO_TOKEN`,
+            client :data:`DEMO_CLIENT_ID` / :data:`DEMO_CLIENT_SECRET`).
+        host, port: where to listen; port 0 picks a free port (see :attr:`url`).
+        token_lifetime: seconds a token from the token endpoint stays valid (finite, > 0).
+        ttfp: the TTFP value SendFax answers with.
+        retained_body_bytes: how many bytes of request bodies :attr:`requests` keeps in
+            memory, newest first (default 8 MiB); a larger body is never kept. Documents
+            are kept either way, in :attr:`jobs` (large ones on disk).
+    """
+
+    def __init__(
+        self,
+        accounts: Iterable[Account] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token_lifetime: float = 3600.0,
+        ttfp: int = 30,
+        retained_body_bytes: int = RETAINED_BODY_BYTES,
+    ) -> None:
+        if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
+            raise BadInputError("retained_body_bytes", "must be an int")
+        if retained_body_bytes < 0:
+            raise BadInputError("retained_body_bytes", "must not be negative")
+        self.token_lifetime = seconds("token_lifetime", token_lifetime)
+        self.ttfp = ttfp
+        self._state = State(
+            tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,), retained_body_bytes
+        )
+        self._host, self._port = host, port
+        # Guards the connections and threads below (the state has its own lock).
+        self._lock = threading.Lock()
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+        self._sockets: set[socket.socket] = set()
+        self._threads: set[threading.Thread] = set()
+        self._stopping = threading.Event()
+        self._spool: Path | None = None
+
+    @property
+    def accounts(self) -> tuple[Account, ...]:
+        return self._state.accounts
+
+    @accounts.setter
+    def accounts(self, accounts: Iterable[Account]) -> None:
+        self._state.accounts = tuple(accounts)
+
+    @property
+    def retained_body_bytes(self) -> int:
+        return self._state.retained_body_bytes
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> FaxWSSimulator:
+        server = Server((self._host, self._port), Handler)
+        server.sim = self
+        self._stopping = threading.Event()
+        self._spool = Path(tempfile.mkdtemp(prefix="faxws-simulator-"))
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="faxws-simulator",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: wake parked faults, shut every connection down, join every thread
+        and remove the spooled documents. Raises RuntimeError if a thread does not end."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()  # delays and slow drips end now
+        server.shutdown()  # the accept loop ends: no connection is added after this
+        server.server_close()
+        with self._lock:
+            for sock in self._sockets:
+                # Wakes a handler blocked reading a request or writing an answer.
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            threads = list(self._threads)
+        if self._thread is not None:
+            threads.append(self._thread)
+        deadline = time.monotonic() + 60
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        spool, self._spool = self._spool, None
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
+        alive = [t for t in threads if t.is_alive()]
+        if alive:
+            raise RuntimeError(f"{len(alive)} simulator thread(s) did not stop")
+
+    def __enter__(self) -> FaxWSSimulator:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the simulator is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The service root to give to :class:`~faxws.FaxClient` (``http://127.0.0.1:N``)."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def token_url(self) -> str:
+        return f"{self.url}{TOKEN_PATH}"
+
+    # -- inspection ---------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget received requests, jobs (and their spooled documents), counters and pending
+        faults (accounts stay)."""
+        forget_files(self._state.reset())
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted since the start (or the last :meth:`reset`)."""
+        return self._state.connections
+
+    @property
+    def token_requests(self) -> int:
+        """Requests to the token endpoint since the start (or the last :meth:`reset`)."""
+        return self._state.token_requests
+
+    @property
+    def requests(self) -> list[ReceivedRequest]:
+        """The requests received so far, oldest first (a copy); token endpoint requests are
+        counted in :attr:`token_requests` instead."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def jobs(self) -> list[SimulatedJob]:
+        """The jobs SendFax accepted so far, oldest first (a copy)."""
+        with self._state.lock:
+            return list(self._state.jobs)
+
+    def requests_for(self, operation: str) -> list[ReceivedRequest]:
+        return [r for r in self.requests if r.operation == operation]
+
+    def job(self, job_id: str) -> SimulatedJob | None:
+        return self._state.job(job_id)
+
+    # -- control ------------------------------------------------------------------------------
+
+    def inject(self, fault: Fault, *, operation: str | None = None, times: int = 1) -> None:
+        """Apply ``fault`` to the next ``times`` requests (of ``operation``, if given)."""
+        self._state.faults.add(fault, operation, times)
+
+    def issue_token(self, user_id: str, lifetime: float | None = None) -> str:
+        """A new bearer token for ``user_id``, valid for ``lifetime`` seconds (finite, > 0;
+        default: ``token_lifetime``)."""
+        life = self.token_lifetime if lifetime is None else seconds("lifetime", lifetime)
+        return self._state.issue_token(user_id, life)
+
+    def expire_tokens(self) -> None:
+        """Make every token the token endpoint issued invalid from now on."""
+        self._state.expire_tokens()
+
+    # -- internals used by the server -------------------------------------------------------
+
+    def _connection_opened(self, sock: socket.socket, thread: threading.Thread) -> None:
+        with self._state.lock:
+            self._state.connections += 1
+        with self._lock:
+            self._sockets.add(sock)
+            self._threads.add(thread)
+
+    def _thread_ended(self, thread: threading.Thread) -> None:
+        with self._lock:
+            self._threads.discard(thread)
+
+    def _reset_connection(self, sock: socket.socket) -> None:
+        """Close ``sock`` with a TCP reset (SO_LINGER 0), under the lock like every close."""
+        with self._lock:
+            self._sockets.discard(sock)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()

@@ -1,0 +1,211 @@
+"""What the simulator holds: the accounts and the tokens it issued, the requests it received
+(bodies within a budget), the jobs it accepted and their documents, the pending faults.
+
+Every lookup a call makes is by key (job id, token), so a call costs the same with many jobs
+as with few; the lock is held only for those lookups and for appending.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from faxws.bindings import SendFax
+from faxws.testing._accounts import PUBLIC, Account, same
+from faxws.testing._documents import Document
+from faxws.testing._faults import Faults
+from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
+
+__all__ = ["DOCUMENT_MEMORY", "State", "forget_files"]
+
+#: Small documents stay in memory while all of them together fit in this; beyond it, they go
+#: to disk too.
+DOCUMENT_MEMORY = 16 * 1024 * 1024
+
+
+class State:
+    """The simulator's state, safe to use from every connection's thread."""
+
+    def __init__(self, accounts: tuple[Account, ...], retained_body_bytes: int) -> None:
+        self.accounts = accounts
+        self.retained_body_bytes = retained_body_bytes
+        self.lock = threading.Lock()
+        self.faults = Faults()
+        self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
+        self._secrets_for: tuple[Account, ...] | None = None
+        self._account_secrets: frozenset[str] = frozenset()
+        self.requests: list[ReceivedRequest] = []
+        self.jobs: list[SimulatedJob] = []
+        self.by_job_id: dict[str, SimulatedJob] = {}
+        self.connections = 0
+        self.token_requests = 0
+        self._retained: deque[int] = deque()  # indexes of requests that hold a body
+        self._retained_bytes = 0
+        self._document_bytes = 0  # of documents kept in memory
+        self._job_counter = 0
+
+    def reset(self) -> list[SimulatedJob]:
+        """Forget requests, jobs, counters and pending faults; the jobs forgotten."""
+        with self.lock:
+            forgotten = self.jobs
+            self.requests = []
+            self._retained = deque()
+            self._retained_bytes = 0
+            self.jobs = []
+            self.by_job_id = {}
+            self._document_bytes = 0
+            self.connections = 0
+            self.token_requests = 0
+            self._job_counter = 0
+        self.faults.clear()
+        return forgotten
+
+    # -- requests --
+
+    def record(self, request: ReceivedRequest) -> None:
+        with self.lock:
+            self.requests.append(request)
+            if not request.body:
+                return
+            self._retained.append(len(self.requests) - 1)
+            self._retained_bytes += len(request.body)
+            while self._retained_bytes > self.retained_body_bytes:
+                index = self._retained.popleft()
+                old = self.requests[index]
+                self._retained_bytes -= len(old.body)
+                self.requests[index] = dataclasses.replace(old, body=b"", body_retained=False)
+
+    def secrets_of(self, headers: Mapping[str, str]) -> frozenset[str]:
+        """What a record of a request with ``headers`` must never show: the accounts'
+        secrets (the demo account's are public) and the request's own credential."""
+        if self._secrets_for is not self.accounts:
+            self._account_secrets = frozenset(
+                s
+                for a in self.accounts
+                for s in (a.pin, a.client_secret, *a.tokens)
+                if s and s not in PUBLIC
+            )
+            self._secrets_for = self.accounts
+        found = set(self._account_secrets)
+        authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        scheme, _, credential = authorization.strip().partition(" ")
+        credential = credential.strip() or scheme
+        if credential:
+            found.add(credential)
+        if scheme.lower() == "basic":
+            with contextlib.suppress(ValueError):  # binascii.Error, UnicodeDecodeError
+                decoded = base64.b64decode(credential, validate=True).decode()
+                found |= {decoded, decoded.partition(":")[2]}
+        return frozenset(s for s in found if s)
+
+    # -- credentials --
+
+    def issue_token(self, user_id: str, lifetime: float) -> str:
+        token = secrets.token_urlsafe(24)
+        expiry = time.monotonic() + lifetime
+        with self.lock:
+            self.issued[token] = (user_id, expiry)
+        return token
+
+    def expire_tokens(self) -> None:
+        with self.lock:
+            self.issued = {t: (u, 0.0) for t, (u, _) in self.issued.items()}
+
+    def user_for_token(self, token: str) -> str | None:
+        now = time.monotonic()
+        with self.lock:
+            issued = self.issued.get(token)
+        if issued is not None:
+            return issued[0] if issued[1] > now else None
+        for account in self.accounts:
+            if any(same(t, token) for t in account.tokens):
+                return account.user_id
+        return None
+
+    def pin_matches(self, user_id: str, pin: str) -> bool:
+        return any(
+            a.user_id == user_id and a.pin is not None and same(a.pin, pin) for a in self.accounts
+        )
+
+    def client(self, client_id: str, client_secret: str) -> Account | None:
+        for a in self.accounts:
+            if (
+                a.client_id is not None
+                and a.client_secret is not None
+                and same(a.client_id, client_id)
+                and same(a.client_secret, client_secret)
+            ):
+                return a
+        return None
+
+    # -- jobs --
+
+    def new_job(
+        self,
+        request: SendFax,
+        auth_mode: str,
+        request_id: str | None,
+        documents: list[Document],
+    ) -> SimulatedJob:
+        # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
+        # overshoot it by a few small documents); the others go to disk.
+        with self.lock:
+            room = DOCUMENT_MEMORY - self._document_bytes
+        in_memory = []
+        for document in documents:
+            fits = document.path is None and document.size <= room
+            room -= document.size if fits else 0
+            in_memory.append(fits)
+            if not fits:
+                document.to_file()
+        files = tuple(
+            ReceivedFile(
+                f.file_index,
+                f.file_type_id,
+                d.data if fits else None,
+                path=None if fits else d.path,
+                size=d.size,
+                sha256=d.sha256,
+            )
+            for f, d, fits in zip(request.fax_job_files.item, documents, in_memory, strict=True)
+        )
+        with self.lock:
+            self._document_bytes += sum(f.size for f in files if f.path is None)
+            ids = []
+            for _ in request.recipients.item:
+                self._job_counter += 1
+                ids.append(f"SIM{self._job_counter:08d}")
+            job = SimulatedJob(
+                job_ids=tuple(ids),
+                user_id=request.user_id,
+                auth_mode=auth_mode,
+                request_id=request_id,
+                recipients=request.recipients.item,
+                files=files,
+            )
+            self.jobs.append(job)
+            for job_id in ids:
+                self.by_job_id[job_id] = job
+        return job
+
+    def job(self, job_id: str) -> SimulatedJob | None:
+        with self.lock:
+            return self.by_job_id.get(job_id)
+
+    def known_job(self, user_id: str, job_id: str) -> bool:
+        job = self.job(job_id)
+        return job is not None and job.user_id == user_id
+
+
+def forget_files(jobs: Iterable[SimulatedJob]) -> None:
+    """Remove the documents of ``jobs`` that are on disk."""
+    for job in jobs:
+        for f in job.files:
+            if f.path is not None:
+                f.path.unlink(missing_ok=True)
