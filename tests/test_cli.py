@@ -375,6 +375,28 @@ def test_serve_does_not_echo_a_callers_own_secrets() -> None:
         assert "MY-OWN" not in out.rest() + err.rest()
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_serve_strict_refuses_what_the_default_serves(strict: bool) -> None:
+    import requests
+
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap='
+        '"http://schemas.xmlsoap.org/soap/envelope/"><soap:Header/><soap:Body>'
+        f'<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>{DEMO_USER_ID}</UserID>'
+        f"<strPIN>{DEMO_PIN}</strPIN><JobId>J</JobId><RecipientType>0</RecipientType>"
+        "<RecipAddress/></GetFaxBroadcastReport></soap:Body></soap:Envelope>"
+    )
+    headers = {"Content-Type": "text/xml; charset=utf-8", "SOAPAction": '""'}
+    with serve("--json", *(["--strict"] if strict else [])) as (proc, out, _err):
+        info = json.loads(out.next())
+        assert info["strict"] is strict
+        answer = requests.post(f"{info['url']}/fax/v5", data=body, headers=headers, timeout=30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    assert answer.status_code == (500 if strict else 200)
+    assert (b"the request differs from the contract's form" in answer.content) is strict
+
+
 CLIENT_VARIABLES = {
     "FAXWS_BASE_URL": "https://fax.example.com",
     "FAXWS_USER_ID": "mbx1234567890",

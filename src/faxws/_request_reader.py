@@ -20,7 +20,7 @@ from typing import Any, cast
 from lxml import etree
 
 from faxws import _safexml
-from faxws._soap import SOAP11_NS
+from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, SOAP11_NS
 from faxws.bindings import NAMESPACE, OPERATIONS
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Base64Decoder",
     "Refusal",
     "RequestReader",
+    "deviations",
     "operation_named",
     "sniff_operation",
 ]
@@ -52,6 +53,9 @@ _FILE_DATA = (
     f"{{{NAMESPACE}}}FileData",
 )
 _ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
+_HEADER = f"{{{SOAP11_NS}}}Header"
+_PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
+_DECLARATION = re.compile(rb"""<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
 #: A document's decoded bytes go to the writer that ``documents(item_number)`` returns.
 Writer = Callable[[bytes], None]
@@ -228,6 +232,8 @@ class RequestReader:
         self._target: _Target | None = None
         self._parser: etree.XMLParser | None = None
         self._start: bytes | None = b""
+        #: The body's first bytes, for :func:`deviations` (its XML declaration).
+        self.prolog = b""
         if stream:
             self._target = _Target(self)
             self._parser = _safexml.push_parser(cast(Any, self._target))
@@ -251,6 +257,8 @@ class RequestReader:
 
     def feed(self, chunk: bytes) -> None:
         """The next chunk of a streamed body."""
+        if len(self.prolog) < _PROLOG:
+            self.prolog += chunk[: _PROLOG - len(self.prolog)]
         if self._parser is None or self.refusal is not None:
             return
         if self._start is not None:
@@ -280,6 +288,7 @@ class RequestReader:
 
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
+        self.prolog = body[:_PROLOG]
         if _safexml.dtd_offset(body) >= 0:
             self.refusal = Refusal("DTDs are not allowed")
             return
@@ -314,3 +323,62 @@ class RequestReader:
         else:
             message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
             self.refusal = Refusal(f"malformed XML: {message}")
+
+
+def deviations(
+    content_type: str | None, soap_action: str | None, prolog: bytes, root: etree._Element | None
+) -> tuple[str, ...]:
+    """How a request differs from the contract's exact form, one sentence each: the
+    Content-Type and SOAPAction headers, the XML declaration (from the body's first bytes),
+    and, for a parsed body, the envelope's prefix, its empty soap:Header, and the payload in
+    the default namespace. Empty for a request in the contract's form."""
+    found = []
+    if content_type is None:
+        found.append(f"Content-Type is missing; the contract requires {CONTENT_TYPE}")
+    elif not _is_contract_type(content_type):
+        found.append(f"Content-Type is {content_type}; the contract requires {CONTENT_TYPE}")
+    if soap_action is None:
+        found.append("SOAPAction is missing; the contract requires it, with an empty value")
+    elif soap_action != "":
+        found.append(f"SOAPAction is {soap_action}; the contract requires an empty value")
+    text = prolog.lstrip(codecs.BOM_UTF8)
+    if not text.startswith(b"<?xml"):
+        found.append(
+            "the body does not start with an XML declaration in UTF-8; the contract requires one"
+        )
+    else:
+        match = _DECLARATION.match(text)
+        encoding = match.group(1).decode() if match else None
+        if encoding is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
+            found.append(
+                f"the XML declaration's encoding is {encoding or 'not given'}; "
+                "the contract requires UTF-8"
+            )
+    if root is None or root.tag != ENVELOPE:
+        return tuple(found)
+    if root.prefix != "soap":
+        shown = "no prefix" if root.prefix is None else f"the prefix {root.prefix}"
+        found.append(f"the envelope has {shown}; the contract uses the prefix soap")
+    children = [c for c in root if isinstance(c.tag, str)]
+    header = children[0] if children and children[0].tag == _HEADER else None
+    if header is None:
+        found.append("the envelope has no soap:Header; the contract requires an empty one")
+    elif len(header) or (header.text or "").strip():
+        found.append("the soap:Header is not empty; the contract requires an empty one")
+    body = root.find(BODY)
+    payload = None if body is None else next((c for c in body if isinstance(c.tag, str)), None)
+    if payload is not None:
+        prefixed = next(
+            (e for e in payload.iter() if isinstance(e.tag, str) and e.prefix is not None), None
+        )
+        if prefixed is not None:
+            found.append(
+                f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
+                f"contract puts {NAMESPACE} in the default namespace"
+            )
+    return tuple(found)
+
+
+def _is_contract_type(value: str) -> bool:
+    media, *params = (part.strip().lower() for part in value.split(";"))
+    return media == MEDIA_TYPE and [p.replace(" ", "") for p in params] == ["charset=utf-8"]

@@ -285,6 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3600.0,
         help="seconds an issued token stays valid (default 3600)",
     )
+    serve.add_argument(
+        "--strict",
+        action="store_true",
+        help="answer a request not in the contract's exact form with a SOAP fault naming "
+        "each difference (default: serve it and record the differences)",
+    )
     serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
     serve.set_defaults(run=_cmd_serve)
 
@@ -876,7 +882,11 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         demo = False
     try:
         sim = FaxWSSimulator(
-            [account], host=args.host, port=args.port, token_lifetime=args.token_lifetime
+            [account],
+            host=args.host,
+            port=args.port,
+            token_lifetime=args.token_lifetime,
+            strict=args.strict,
         ).start()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -902,6 +912,7 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         "tokens": [shown(t) for t in account.tokens],
         "client_id": account.client_id,
         "client_secret": shown(account.client_secret),
+        "strict": sim.strict,
     }
     if args.json:
         import json
@@ -911,6 +922,7 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         print(f"FaxWS simulator listening on {sim.url}", flush=True)
         print(f"  endpoint:       {sim.url}/fax/v5")
         print(f"  token endpoint: {sim.token_url}")
+        print(f"  mode:           {'strict' if sim.strict else 'lenient'}")
         print(f"  user id:        {info['user_id']}")
         if info["pin"]:
             print(f"  PIN:            {info['pin']}")

@@ -94,6 +94,8 @@ class Received:
         self.root: etree._Element | None = None
         self.refusal: Refusal | None = None
         self.documents: list[Document] = []
+        #: How the request differs from the contract's exact form (see ``deviations``).
+        self.deviations: tuple[str, ...] = ()
         self._spool = spool
         self._reader = None if spool is None else RequestReader(self._new_document, stream=stream)
 
@@ -101,6 +103,11 @@ class Received:
     def operation(self) -> str | None:
         found = None if self._reader is None else self._reader.operation
         return found or sniff_operation(self.body or self.head)
+
+    @property
+    def prolog(self) -> bytes:
+        """The body's first bytes, as parsed."""
+        return b"" if self._reader is None else self._reader.prolog
 
     def _new_document(self, item: int) -> Writer:
         assert self._spool is not None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from faxws._reader import ReadError, read_payload, soap_payload
-from faxws._request_reader import ENVELOPE
+from faxws._request_reader import ENVELOPE, deviations
 from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
 from faxws._wire import envelope, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
@@ -49,6 +49,8 @@ MAX_BODY = 512 * 1024 * 1024
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
+# SOAP 1.1's media type, which standard clients send, and the contract's.
+_SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
 
 
 class Server(ThreadingHTTPServer):
@@ -138,6 +140,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
             received = self.receive(parse=self._is_soap())
+            if received.complete and self._is_soap():
+                received.deviations = deviations(
+                    self.headers.get("Content-Type"),
+                    self.headers.get("SOAPAction"),
+                    received.prolog,
+                    received.root,
+                )
             self._record(path, received)
             if not received.complete:
                 self.close_connection = True  # the client went away halfway
@@ -172,10 +181,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, headers, payload, drip=drip, reset=isinstance(fault, ResetMidResponse))
 
     def _is_soap(self) -> bool:
-        """Whether the service would parse this body; else it is only read, not parsed."""
+        """Whether this body is parsed: SOAP 1.1's media type or the contract's (in strict
+        mode, a deviation); any other is only read."""
         content_type = self.headers.get("Content-Type", "")
-        soap = content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE
-        return soap and self.headers.get("SOAPAction") is not None
+        return content_type.split(";", 1)[0].strip().lower() in _SOAP_TYPES
 
     def _record(self, path: str, received: Received | None) -> None:
         state = self.server.sim._state
@@ -189,6 +198,7 @@ class Handler(BaseHTTPRequestHandler):
                 received.operation if received is not None else None,
                 body_size=received.size if received is not None else 0,
                 body_retained=received.retained if received is not None else True,
+                deviations=received.deviations if received is not None else (),
                 _secrets=state.secrets_of(headers),
             )
         )
@@ -242,17 +252,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _service(self, received: Received, fault: Fault | None) -> tuple[int, bytes]:
         sim = self.server.sim
-        content_type = self.headers.get("Content-Type", "")
-        if content_type.split(";", 1)[0].strip().lower() != MEDIA_TYPE:
+        if not self._is_soap():
             raise RejectError(415, b"unsupported media type\n", "text/plain")
-        if self.headers.get("SOAPAction") is None:
-            raise client_fault("the SOAPAction header is missing")
         if received.refusal is not None:
             if received.refusal.server_side:
                 raise server_fault(
                     f"the simulator cannot spool the document: {received.refusal.message}"
                 )
             raise client_fault(received.refusal.message)
+        if sim.strict and received.deviations:
+            raise client_fault(
+                "the request differs from the contract's form: " + " | ".join(received.deviations)
+            )
         root = received.root
         assert root is not None
         try:
@@ -264,8 +275,7 @@ class Handler(BaseHTTPRequestHandler):
         name = etree.QName(payload)
         handler = HANDLERS.get(name.localname) if name.namespace == NAMESPACE else None
         if handler is None:
-            known = name.namespace == NAMESPACE and name.localname in OPERATIONS
-            if known:
+            if name.namespace == NAMESPACE:
                 raise client_fault(f"the operation {name.localname} is not simulated")
             raise client_fault(f"unknown operation {name.text}")
         # The documents' base64 was checked while it was decoded; here it is absent.

@@ -50,7 +50,9 @@ def send_fax(call: Call) -> FaxSendResponse:
             for document in documents:
                 document.discard()
             raise server_fault("documents out of step")
-        job = call.state.new_job(request, call.auth_mode, call.request_id, documents)
+        job = call.state.new_job(
+            request, call.auth_mode, call.request_id, documents, call.received.deviations
+        )
         job_ids = job.job_ids
     return FaxSendResponse(
         return_=ok,

@@ -76,6 +76,8 @@ class ReceivedRequest:
     body_size: int = -1
     """Bytes of body received (-1 when built by hand: the length of ``body``)."""
     body_retained: bool = True
+    deviations: tuple[str, ...] = ()
+    """How the request differs from the contract's exact form, one sentence each."""
     _secrets: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
@@ -191,3 +193,5 @@ class SimulatedJob:
     recipients: tuple[FaxJobRecipient, ...]
     """As received, in the generated binding's form (``recip_fax_number``, ...)."""
     files: tuple[ReceivedFile, ...]
+    deviations: tuple[str, ...] = ()
+    """How its request differed from the contract's exact form, one sentence each."""

@@ -40,6 +40,11 @@ class FaxWSSimulator:
         retained_body_bytes: how many bytes of request bodies :attr:`requests` keeps in
             memory, newest first (default 8 MiB); a larger body is never kept. Documents
             are kept either way, in :attr:`jobs` (large ones on disk).
+        strict: answer a request that differs from the contract's exact form (Content-Type,
+            SOAPAction, XML declaration, envelope prefix, empty soap:Header, default
+            namespace) with a SOAP Client fault naming each difference. By default such a
+            request is served, and the differences are recorded in
+            :attr:`ReceivedRequest.deviations` and :attr:`SimulatedJob.deviations`.
     """
 
     def __init__(
@@ -51,6 +56,7 @@ class FaxWSSimulator:
         token_lifetime: float = 3600.0,
         ttfp: int = 30,
         retained_body_bytes: int = RETAINED_BODY_BYTES,
+        strict: bool = False,
     ) -> None:
         if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
             raise BadInputError("retained_body_bytes", "must be an int")
@@ -58,6 +64,9 @@ class FaxWSSimulator:
             raise BadInputError("retained_body_bytes", "must not be negative")
         self.token_lifetime = seconds("token_lifetime", token_lifetime)
         self.ttfp = ttfp
+        if not isinstance(strict, bool):
+            raise BadInputError("strict", f"must be True or False, not {type(strict).__name__}")
+        self.strict = strict
         self._state = State(
             tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,), retained_body_bytes
         )

@@ -152,6 +152,7 @@ class State:
         auth_mode: str,
         request_id: str | None,
         documents: list[Document],
+        deviations: tuple[str, ...] = (),
     ) -> SimulatedJob:
         # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
         # overshoot it by a few small documents); the others go to disk.
@@ -188,6 +189,7 @@ class State:
                 request_id=request_id,
                 recipients=request.recipients.item,
                 files=files,
+                deviations=deviations,
             )
             self.jobs.append(job)
             for job_id in ids:
