@@ -11,9 +11,11 @@ import pytest
 from lxml import etree
 
 from faxws._request_reader import (
+    MAX_ATTRIBUTES,
     MAX_DEPTH,
     MAX_ELEMENTS,
     Base64Decoder,
+    DocumentSink,
     Refusal,
     RequestReader,
     sniff_operation,
@@ -35,24 +37,48 @@ def send_fax(*files: str, extra: str = "") -> bytes:
     ).encode()
 
 
+class Sink:
+    """A document's bytes, and whether it was closed; counts how many are open at once."""
+
+    open_now = 0
+    most_open = 0
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.closed = False
+        Sink.open_now += 1
+        Sink.most_open = max(Sink.most_open, Sink.open_now)
+
+    def write(self, data: bytes) -> None:
+        assert not self.closed
+        self.data += data
+
+    def close(self) -> None:
+        if not self.closed:
+            Sink.open_now -= 1
+        self.closed = True
+
+
 def read(
-    body: bytes, chunk: int | None, writer: Callable[[int], Callable[[bytes], None]] | None = None
+    body: bytes, chunk: int | None, sinks: Callable[[int], DocumentSink] | None = None
 ) -> tuple[RequestReader, dict[int, bytes]]:
     """``body`` read whole (chunk None) or streamed ``chunk`` bytes at a time."""
-    documents: dict[int, bytearray] = {}
+    documents: dict[int, Sink] = {}
 
-    def new(item: int) -> Callable[[bytes], None]:
-        documents[item] = bytearray()
-        return documents[item].extend
+    def new(item: int) -> Sink:
+        documents[item] = Sink()
+        return documents[item]
 
-    reader = RequestReader(writer or new, stream=chunk is not None)
+    reader = RequestReader(sinks or new, stream=chunk is not None)
     if chunk is None:
         reader.parse(body)
     else:
         for start in range(0, len(body), chunk):
             reader.feed(body[start : start + chunk])
         reader.close()
-    return reader, {k: bytes(v) for k, v in documents.items()}
+    if reader.refusal is None:
+        assert all(sink.closed for sink in documents.values())
+    return reader, {k: bytes(v.data) for k, v in documents.items()}
 
 
 WAYS = [None, 1, 7, 4096]
@@ -87,6 +113,21 @@ BAD = [
         b"<a>" + b"<b/>" * MAX_ELEMENTS + b"</a>",
         f"more than {MAX_ELEMENTS} elements",
     ),
+    (
+        "too many attributes",
+        b"<a " + b" ".join(b'x%d="1"' % i for i in range(MAX_ATTRIBUTES + 1)) + b"/>",
+        f"an element has more than {MAX_ATTRIBUTES} attributes",
+    ),
+    (
+        "undeclared element prefix",
+        send_fax("QUJD").replace(b"<soap:Body>", b"<soap:Header><x:Foo/></soap:Header><soap:Body>"),
+        "Namespace prefix x on Foo is not defined",
+    ),
+    (
+        "undeclared attribute prefix",
+        send_fax("QUJD").replace(b"<soap:Body>", b'<soap:Body x:foo="1">'),
+        "Namespace prefix x for foo on Body is not defined",
+    ),
 ]
 
 
@@ -110,22 +151,46 @@ def test_whole_bodies_are_refused_with_the_same_reason(body: bytes, reason: str)
     assert reason in reader.refusal.message
 
 
-@pytest.mark.parametrize("chunk", WAYS)
-def test_a_writer_that_fails_is_a_server_side_refusal(chunk: int | None) -> None:
-    def full(item: int) -> Callable[[bytes], None]:
-        def write(data: bytes) -> None:
+class FullDisk(Sink):
+    def __init__(self, fail_on: str) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+
+    def write(self, data: bytes) -> None:
+        if self.fail_on == "write":
             raise OSError(28, "No space left on device")
 
-        return write
+    def close(self) -> None:
+        super().close()
+        if self.fail_on == "close":  # the last bytes, buffered, are written at close
+            raise OSError(28, "No space left on device")
 
-    reader, _ = read(send_fax("QUJD"), chunk, full)
+
+@pytest.mark.parametrize("fail_on", ["write", "close"])
+@pytest.mark.parametrize("chunk", WAYS)
+def test_a_sink_that_fails_is_a_server_side_refusal(chunk: int | None, fail_on: str) -> None:
+    reader, _ = read(send_fax("QUJD"), chunk, lambda item: FullDisk(fail_on))
     assert reader.root is None
     assert reader.refusal == Refusal("No space left on device", server_side=True)
 
 
-@pytest.mark.parametrize("chunk", [1, 3, 4096])
-def test_utf32_with_a_byte_order_mark_is_read_streamed(chunk: int) -> None:
-    body = codecs.BOM_UTF32_LE + send_fax("QUJD").decode().encode("utf-32-le")
+@pytest.mark.parametrize("chunk", WAYS)
+def test_each_document_is_closed_when_its_file_data_ends(chunk: int | None) -> None:
+    Sink.open_now = Sink.most_open = 0
+    reader, documents = read(send_fax(*["QUJD"] * 20), chunk)
+    assert reader.refusal is None
+    assert len(documents) == 20
+    assert Sink.most_open == 1
+
+
+@pytest.mark.parametrize("lead", ["", "\n", " \t\r\n"])
+@pytest.mark.parametrize("codec", ["utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("chunk", [None, 1, 3, 5, 4096])
+def test_utf32_with_a_byte_order_mark_is_read_both_ways(
+    chunk: int | None, codec: str, lead: str
+) -> None:
+    bom = codecs.BOM_UTF32_LE if codec.endswith("le") else codecs.BOM_UTF32_BE
+    body = bom + (lead + send_fax("QUJD").decode()).encode(codec)
     reader, documents = read(body, chunk)
     assert reader.refusal is None
     assert documents == {1: b"ABC"}

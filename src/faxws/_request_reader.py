@@ -15,7 +15,7 @@ import codecs
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from lxml import etree
 
@@ -28,6 +28,7 @@ __all__ = [
     "MAX_ELEMENTS",
     "MAX_TEXT",
     "Base64Decoder",
+    "DocumentSink",
     "Refusal",
     "RequestReader",
     "deviations",
@@ -40,6 +41,7 @@ __all__ = [
 MAX_DEPTH = 64
 MAX_ELEMENTS = 50_000
 MAX_TEXT = 4 * 1024 * 1024
+MAX_ATTRIBUTES = 64  # on one element (lxml's tree builder is quadratic in them)
 
 ENVELOPE = f"{{{SOAP11_NS}}}Envelope"
 BODY = f"{{{SOAP11_NS}}}Body"
@@ -57,8 +59,17 @@ _HEADER = f"{{{SOAP11_NS}}}Header"
 _PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
 _DECLARATION = re.compile(rb"""<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
-#: A document's decoded bytes go to the writer that ``documents(item_number)`` returns.
+#: Where decoded bytes go.
 Writer = Callable[[bytes], None]
+
+
+class DocumentSink(Protocol):
+    """Where one document's decoded bytes go: written in pieces, closed when its FileData
+    ends. Either may raise OSError (a server-side refusal)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,42 @@ def sniff_operation(body: bytes) -> str | None:
     return None
 
 
+class _Document:
+    """One FileData: its text decoded into its sink, which is closed when it ends, so that
+    a request never holds more than one document open."""
+
+    def __init__(self, where: str, sink: DocumentSink) -> None:
+        self._sink = sink
+        self._decoder = Base64Decoder(where, sink.write)
+        self.write = self._decoder.write
+
+    def finish(self) -> None:
+        self._decoder.finish()
+        self._sink.close()
+
+
+_UTF32_SPACES = {
+    codecs.BOM_UTF32_LE: {c.encode("utf-32-le") for c in " \t\r\n"},
+    codecs.BOM_UTF32_BE: {c.encode("utf-32-be") for c in " \t\r\n"},
+}
+
+
+def _without_utf32_bom(data: bytes, *, final: bool) -> bytes | None:
+    """``data`` without a UTF-32 byte order mark and the white space after it (libxml2's
+    push parser knows UTF-32 only by a first ``<``); None while more bytes are needed."""
+    if len(data) < 4:
+        return data if final else None
+    spaces = _UTF32_SPACES.get(data[:4])
+    if spaces is None:
+        return data
+    start = 4
+    while data[start : start + 4] in spaces:
+        start += 4
+    if len(data) < start + 4 and not final:
+        return None
+    return data[start:]
+
+
 class _Target:
     """lxml parser target for a streamed request: builds the tree without the documents'
     text, refuses DTDs (``doctype`` is called for any DOCTYPE, whatever the document's
@@ -152,7 +199,7 @@ class _Target:
         self._elements = 0
         self._text = 0
         self._items = 0
-        self._document: Base64Decoder | None = None
+        self._document: _Document | None = None
         self.operation: str | None = None
         self.refusal: Refusal | None = None
 
@@ -171,6 +218,8 @@ class _Target:
             raise self._refuse(f"the request has more than {MAX_ELEMENTS} elements")
         if len(self._stack) >= MAX_DEPTH:
             raise self._refuse(f"the request is nested deeper than {MAX_DEPTH} elements")
+        if len(attrib) > MAX_ATTRIBUTES:
+            raise self._refuse(f"an element has more than {MAX_ATTRIBUTES} attributes")
         for value in attrib.values():
             self._count_text(len(value))
         self._stack.append(tag)
@@ -220,12 +269,13 @@ class _Target:
 class RequestReader:
     """One request body, parsed as the service would: :meth:`feed` and :meth:`close` for a
     streamed body, or :meth:`parse` for a whole one. ``documents(item_number)`` gives the
-    writer for each document's decoded bytes (it may raise OSError: a server-side refusal).
+    sink for each document's decoded bytes, closed as soon as its FileData ends (it may
+    raise OSError: a server-side refusal). Both ways apply the same bounds and refusals.
 
     Afterwards :attr:`root` is the tree (each ``FileData`` empty) or :attr:`refusal` says
     why there is none."""
 
-    def __init__(self, documents: Callable[[int], Writer], *, stream: bool) -> None:
+    def __init__(self, documents: Callable[[int], DocumentSink], *, stream: bool) -> None:
         self._documents = documents
         self.root: etree._Element | None = None
         self.refusal: Refusal | None = None
@@ -238,9 +288,9 @@ class RequestReader:
             self._target = _Target(self)
             self._parser = _safexml.push_parser(cast(Any, self._target))
 
-    def _decoder(self, item: int) -> Base64Decoder:
+    def _decoder(self, item: int) -> _Document:
         where = f"/SendFax/FaxJobFiles/item[{item}]/FileData"
-        return Base64Decoder(where, self._documents(item))
+        return _Document(where, self._documents(item))
 
     @property
     def operation(self) -> str | None:
@@ -263,17 +313,18 @@ class RequestReader:
             return
         if self._start is not None:
             # libxml2's push parser reads UTF-32 by its first characters, but not its BOM:
-            # the first four bytes are gathered, however the body is split, to look for one.
+            # the first bytes are gathered, however the body is split, to look for one.
             self._start += chunk
-            if len(self._start) < 4:
+            ready = _without_utf32_bom(self._start, final=False)
+            if ready is None:
                 return
-            chunk, self._start = self._start, None
-            if chunk.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-                chunk = chunk[4:]
+            chunk, self._start = ready, None
         try:
             self._parser.feed(chunk)
         except Exception as exc:  # lxml re-raises what the target raised
             self._fail(exc)
+            return
+        self._check_namespaces()
 
     def close(self) -> None:
         """The end of a streamed body."""
@@ -281,10 +332,26 @@ class RequestReader:
             return
         try:
             if self._start:
-                self._parser.feed(self._start)
-            self.root = self._parser.close()
+                self._parser.feed(_without_utf32_bom(self._start, final=True) or b"")
+            parser = self._parser
+            root = parser.close()
         except Exception as exc:
             self._fail(exc)
+            return
+        self._parser = parser
+        self._check_namespaces()
+        if self.refusal is None:
+            self.root = root
+        self._parser = None
+
+    def _check_namespaces(self) -> None:
+        # A target never sees an undeclared prefix (the name arrives without it): libxml2
+        # reports it only to the parser's log, and the whole parse refuses it too.
+        assert self._parser is not None
+        problem = _safexml.first_namespace_error(self._parser.feed_error_log)
+        if problem is not None:
+            self._parser = None
+            self.refusal = Refusal(f"malformed XML: {problem[1]}")
 
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
@@ -299,6 +366,12 @@ class RequestReader:
             return
         if _safexml.has_dtd(root):  # a DTD in an encoding the byte scan cannot read
             self.refusal = Refusal("DTDs are not allowed")
+            return
+        problem = _safexml.namespace_error(_safexml.parser()) or _beyond_bounds(root)
+        if problem is not None:
+            self.refusal = Refusal(
+                problem if isinstance(problem, str) else f"malformed XML: {problem[1]}"
+            )
             return
         try:
             for item_number, item in enumerate(root.iterfind(_ITEMS), 1):
@@ -318,11 +391,31 @@ class RequestReader:
 
     def _fail(self, exc: Exception) -> None:
         self._parser = None
+        self._start = None
         if self._target is not None and self._target.refusal is not None:
             self.refusal = self._target.refusal
         else:
             message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
             self.refusal = Refusal(f"malformed XML: {message}")
+
+
+def _beyond_bounds(root: etree._Element) -> str | None:
+    """The streamed parse's bounds, for a tree parsed whole: the same refusals either way."""
+    elements = 0
+    depth = 0
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        elements += 1
+        if elements > MAX_ELEMENTS:
+            return f"the request has more than {MAX_ELEMENTS} elements"
+        if depth > MAX_DEPTH:
+            return f"the request is nested deeper than {MAX_DEPTH} elements"
+        if len(element.attrib) > MAX_ATTRIBUTES:
+            return f"an element has more than {MAX_ATTRIBUTES} attributes"
+    return None
 
 
 def deviations(

@@ -61,7 +61,13 @@ def namespace_error(used: etree.XMLParser) -> tuple[int, str] | None:
     """The first namespace error of the last parse with ``used`` (an undeclared prefix),
     which libxml2 reports without failing: the element keeps ``prefix:name`` as its tag,
     which no reader can interpret, so such a document is refused like malformed XML."""
-    for entry in used.error_log:
+    return first_namespace_error(used.error_log)
+
+
+def first_namespace_error(log: etree._ListErrorLog) -> tuple[int, str] | None:
+    """The first namespace error in ``log`` (a parser's ``error_log``, or the
+    ``feed_error_log`` of one fed in chunks, whose target never sees the prefix)."""
+    for entry in log:
         if entry.domain == etree.ErrorDomains.NAMESPACE and entry.level >= etree.ErrorLevels.ERROR:
             return entry.line, entry.message
     return None

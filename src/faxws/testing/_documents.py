@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from faxws._request_reader import Refusal, RequestReader, Writer, sniff_operation
+from faxws._request_reader import Refusal, RequestReader, sniff_operation
 
 __all__ = ["SPOOL_THRESHOLD", "Document", "Received"]
 
@@ -109,16 +109,18 @@ class Received:
         """The body's first bytes, as parsed."""
         return b"" if self._reader is None else self._reader.prolog
 
-    def _new_document(self, item: int) -> Writer:
+    def _new_document(self, item: int) -> Document:
         assert self._spool is not None
         document = Document(self._spool)
         self.documents.append(document)
-        return document.write
+        return document
 
     def feed(self, chunk: bytes) -> None:
         """The next chunk of a large body."""
         if self._reader is not None:
             self._reader.feed(chunk)
+            if self._reader.refusal is not None and self.documents:
+                self.discard()  # at once: the rest of the body is only read, not kept
 
     def close(self) -> None:
         """The end of a large body."""
@@ -134,8 +136,6 @@ class Received:
 
     def _settle(self) -> None:
         assert self._reader is not None
-        for document in self.documents:
-            document.close()
         self.refusal = self._reader.refusal
         if self.refusal is None:
             self.root = self._reader.root
