@@ -397,6 +397,31 @@ def test_serve_strict_refuses_what_the_default_serves(strict: bool) -> None:
     assert (b"the request differs from the contract's form" in answer.content) is strict
 
 
+def test_serve_beyond_loopback_prints_the_token_its_inbox_and_api_need() -> None:
+    import requests
+
+    with serve("--json", "--host", "0.0.0.0") as (proc, out, _err):  # noqa: S104
+        info = json.loads(out.next())
+        token = info["api_token"]
+        assert isinstance(token, str)
+        assert len(token) >= 20
+        assert info["inbox_url"].endswith(f"/?token={token}")
+        local = "http://127.0.0.1:" + info["url"].rsplit(":", 1)[1]
+        assert requests.get(f"{local}/api/jobs", timeout=30).status_code == 401
+        assert requests.get(f"{local}/api/jobs?token={token}", timeout=30).json()["total"] == 0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
+def test_serve_on_loopback_needs_no_token() -> None:
+    with serve("--json") as (proc, out, _err):
+        info = json.loads(out.next())
+        assert info["api_token"] is None
+        assert info["inbox_url"] == info["url"] + "/"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+
+
 CLIENT_VARIABLES = {
     "FAXWS_BASE_URL": "https://fax.example.com",
     "FAXWS_USER_ID": "mbx1234567890",

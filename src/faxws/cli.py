@@ -913,6 +913,8 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         "client_id": account.client_id,
         "client_secret": shown(account.client_secret),
         "strict": sim.strict,
+        "inbox_url": _inbox_url(sim),
+        "api_token": sim.api_token,
     }
     if args.json:
         import json
@@ -922,6 +924,9 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         print(f"FaxWS simulator listening on {sim.url}", flush=True)
         print(f"  endpoint:       {sim.url}/fax/v5")
         print(f"  token endpoint: {sim.token_url}")
+        print(f"  inbox and API:  {info['inbox_url']}")
+        if sim.api_token is not None:
+            print(f"  API token:      {sim.api_token} (X-FaxWS-Token header or ?token=)")
         print(f"  mode:           {'strict' if sim.strict else 'lenient'}")
         print(f"  user id:        {info['user_id']}")
         if info["pin"]:
@@ -941,6 +946,14 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
         f"stopped; received {len(sim.requests)} request(s), {len(sim.jobs)} job(s)", file=sys.stderr
     )
     return EXIT_OK
+
+
+def _inbox_url(sim: Any) -> str:
+    """The inbox's address; with the token when the simulator requires one."""
+    from urllib.parse import quote
+
+    token = sim.api_token
+    return f"{sim.url}/" if token is None else f"{sim.url}/?token={quote(token, safe='')}"
 
 
 # -- validate -------------------------------------------------------------------------------

@@ -18,20 +18,23 @@ class RejectError(Exception):
         body: bytes,
         content_type: str = CONTENT_TYPE,
         headers: Mapping[str, str] | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(status)
         self.status, self.body, self.content_type = status, body, content_type
         self.headers = dict(headers or {})
+        #: Why, in words, for the records (a plain-text body says it itself).
+        self.reason = reason or body.decode("utf-8", "replace").strip()
 
 
 def client_fault(text: str, status: int = 500) -> RejectError:
     """A SOAP Client fault: the request is wrong."""
-    return RejectError(status, fault_envelope("soap:Client", text))
+    return RejectError(status, fault_envelope("soap:Client", text), reason=text)
 
 
 def server_fault(text: str) -> RejectError:
     """A SOAP Server fault: the simulator could not serve a right request."""
-    return RejectError(500, fault_envelope("soap:Server", text))
+    return RejectError(500, fault_envelope("soap:Server", text), reason=text)
 
 
 def not_allowed() -> RejectError:

@@ -16,6 +16,7 @@ from faxws.bindings import OPERATIONS
 from faxws.testing._accounts import seconds
 
 __all__ = [
+    "KINDS",
     "CloseAfterRead",
     "CloseBeforeRead",
     "DelayResponse",
@@ -167,6 +168,23 @@ class SlowDrip(Fault):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seconds", seconds("seconds", self.seconds))
+
+
+#: Each fault type by its kind, as the REST API names them.
+KINDS: dict[str, type[Fault]] = {
+    cls.kind: cls
+    for cls in (
+        DelayResponse,
+        Html500,
+        HttpStatus,
+        SoapFault,
+        WsError,
+        CloseBeforeRead,
+        CloseAfterRead,
+        ResetMidResponse,
+        SlowDrip,
+    )
+}
 
 
 @dataclass

@@ -10,7 +10,8 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import parse_qs
 
 from lxml import etree
 
@@ -19,6 +20,8 @@ from faxws._request_reader import ENVELOPE, deviations
 from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
 from faxws._wire import envelope, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
+from faxws.testing import _api, _inbox
+from faxws.testing._accounts import same
 from faxws.testing._answers import RejectError, client_fault, not_allowed, server_fault
 from faxws.testing._documents import Received
 from faxws.testing._faults import (
@@ -119,10 +122,16 @@ class Handler(BaseHTTPRequestHandler):
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
+        arrived = time.time()
         request_id = self.headers.get("x-ch-request-id")
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
+        if path.startswith(_api.PREFIX) or _inbox.is_inbox_path(path):
+            self._tools(path, query)
+            return
         received: Received | None = None
         fault: Fault | None = None
+        ticket: tuple[int, int] | None = None
+        refusal: str | None = None
         try:
             if path == TOKEN_PATH:
                 token_endpoint(self)
@@ -130,12 +139,13 @@ class Handler(BaseHTTPRequestHandler):
             if path != PATH or self.command != "POST":
                 # Recorded too: a test may want to see what its code sent to the wrong place.
                 received = self.receive(parse=False)
-                self._record(path, received)
+                ticket = self._record(path, received, arrived)
                 if path != PATH:
                     raise RejectError(404, b"not found\n", "text/plain")
                 raise not_allowed()
             if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
-                self._record(path, None)
+                ticket = self._record(path, None, arrived)
+                state.settle(ticket, fault=CloseBeforeRead.kind)
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
@@ -147,11 +157,13 @@ class Handler(BaseHTTPRequestHandler):
                     received.prolog,
                     received.root,
                 )
-            self._record(path, received)
+            ticket = self._record(path, received, arrived)
             if not received.complete:
                 self.close_connection = True  # the client went away halfway
                 return
             fault = state.faults.take(received.operation, before_read=False)
+            if fault is not None:
+                state.settle(ticket, fault=fault.kind)
             if isinstance(fault, CloseAfterRead):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -159,12 +171,13 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
                 self.close_connection = True  # stop() woke the delay
                 return
-            status, payload = self._service(received, fault)
+            status, payload = self._service(received, fault, arrived)
             content_type = CONTENT_TYPE
             extra: dict[str, str] = {}
         except RejectError as reject:
             status, payload, content_type = reject.status, reject.body, reject.content_type
             extra = reject.headers
+            refusal = reject.reason
             fault = None
         finally:
             if received is not None:
@@ -177,8 +190,27 @@ class Handler(BaseHTTPRequestHandler):
         }
         if request_id is not None:
             headers["x-ch-request-id"] = request_id
+        if ticket is None:  # refused before its body was read (413, a bad Content-Length)
+            ticket = self._record(path, None, arrived)
+        state.settle(ticket, status=status, refusal=refusal)
         drip = fault.seconds if isinstance(fault, SlowDrip) else 0.0
         self.send(status, headers, payload, drip=drip, reset=isinstance(fault, ResetMidResponse))
+
+    def _tools(self, path: str, query: str) -> None:
+        """The inbox and the API: not service requests, so not recorded; behind the
+        simulator's token when it listens beyond loopback."""
+        required = self.server.sim.api_token
+        if required is not None:
+            given = self.headers.get("X-FaxWS-Token") or _query_token(query)
+            if given is None or not same(required, given):
+                self.close_connection = True  # the body, if any, is not read
+                text = b"the inbox and API need the token faxws serve printed (?token=...)\n"
+                self.send(401, {"Content-Type": "text/plain; charset=utf-8"}, text)
+                return
+        if path.startswith(_api.PREFIX):
+            _api.handle(self, path, query)
+        else:
+            _inbox.handle(self, path, required)
 
     def _is_soap(self) -> bool:
         """Whether this body is parsed: SOAP 1.1's media type or the contract's (in strict
@@ -186,10 +218,10 @@ class Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type", "")
         return content_type.split(";", 1)[0].strip().lower() in _SOAP_TYPES
 
-    def _record(self, path: str, received: Received | None) -> None:
+    def _record(self, path: str, received: Received | None, arrived: float) -> tuple[int, int]:
         state = self.server.sim._state
         headers = dict(self.headers)
-        state.record(
+        return state.record(
             ReceivedRequest(
                 self.command,
                 path,
@@ -199,6 +231,7 @@ class Handler(BaseHTTPRequestHandler):
                 body_size=received.size if received is not None else 0,
                 body_retained=received.retained if received is not None else True,
                 deviations=received.deviations if received is not None else (),
+                received_at=arrived,
                 _secrets=state.secrets_of(headers),
             )
         )
@@ -250,7 +283,9 @@ class Handler(BaseHTTPRequestHandler):
         received.head = body[:_HEAD] if collect else head
         return received
 
-    def _service(self, received: Received, fault: Fault | None) -> tuple[int, bytes]:
+    def _service(
+        self, received: Received, fault: Fault | None, arrived: float
+    ) -> tuple[int, bytes]:
         sim = self.server.sim
         if not self._is_soap():
             raise RejectError(415, b"unsupported media type\n", "text/plain")
@@ -299,6 +334,7 @@ class Handler(BaseHTTPRequestHandler):
             received,
             sim.ttfp,
             error,
+            arrived,
         )
         return 200, b"".join(envelope(handler(call)))
 
@@ -323,6 +359,26 @@ class Handler(BaseHTTPRequestHandler):
         if not state.pin_matches(user_id, pin):
             raise client_fault("wrong user id or PIN", 401)
         return "pin"
+
+    def send_stream(
+        self, status: int, headers: dict[str, str], stream: BinaryIO, size: int
+    ) -> None:
+        """Answer with ``size`` bytes read from ``stream`` in chunks."""
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        remaining = size
+        while remaining > 0:
+            chunk = stream.read(min(_CHUNK, remaining))
+            if not chunk:
+                self.close_connection = True  # shorter than announced: the stream is lost
+                return
+            self.wfile.write(chunk)
+            remaining -= len(chunk)
 
     def send(
         self,
@@ -356,3 +412,11 @@ class Handler(BaseHTTPRequestHandler):
                     return
             return
         self.wfile.write(body)
+
+
+def _query_token(query: str) -> str | None:
+    try:
+        values = parse_qs(query, max_num_fields=20).get("token")
+    except ValueError:
+        return None
+    return values[-1] if values else None

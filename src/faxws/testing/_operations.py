@@ -38,6 +38,8 @@ class Call:
     ttfp: int
     #: A WSError to answer with (an injected fault), or error code 0.
     error: WSError
+    #: When the request arrived (seconds since the epoch).
+    arrived: float
 
 
 def send_fax(call: Call) -> FaxSendResponse:
@@ -51,7 +53,12 @@ def send_fax(call: Call) -> FaxSendResponse:
                 document.discard()
             raise server_fault("documents out of step")
         job = call.state.new_job(
-            request, call.auth_mode, call.request_id, documents, call.received.deviations
+            request,
+            call.auth_mode,
+            call.request_id,
+            documents,
+            call.received.deviations,
+            call.arrived,
         )
         job_ids = job.job_ids
     return FaxSendResponse(

@@ -16,7 +16,7 @@ from faxws._redact import MASK, redact
 from faxws.bindings import FaxJobRecipient
 from faxws.testing._accounts import PUBLIC
 
-__all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked"]
+__all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked", "text_of"]
 
 _STR_PIN = re.compile(
     r"(<(?:[\w.-]+:)?strPIN(?:\s[^>]*)?(?<!/)>)(.*?)(</(?:[\w.-]+:)?strPIN\s*>)", re.S
@@ -31,7 +31,7 @@ _BOMS = (
 _SHOWN = 2000  # characters of a body a repr shows
 
 
-def _text_of(body: bytes) -> str:
+def text_of(body: bytes) -> str:
     """A body as text for display, in whichever encoding its first bytes announce."""
     for bom, codec in _BOMS:
         if body.startswith(bom):
@@ -78,6 +78,14 @@ class ReceivedRequest:
     body_retained: bool = True
     deviations: tuple[str, ...] = ()
     """How the request differs from the contract's exact form, one sentence each."""
+    received_at: float = 0.0
+    """When it arrived (seconds since the epoch)."""
+    status: int | None = None
+    """The HTTP status answered, or None when the connection closed without an answer."""
+    refusal: str | None = None
+    """Why it was refused (a fault or an error status the simulator chose), if it was."""
+    fault: str | None = None
+    """The kind of the injected fault applied to it, if any."""
     _secrets: frozenset[str] = field(default=frozenset(), compare=False)
 
     def __post_init__(self) -> None:
@@ -105,7 +113,7 @@ class ReceivedRequest:
 
     def __repr__(self) -> str:
         if self.body_retained:
-            text = masked(_text_of(self.body), self._secrets)
+            text = masked(text_of(self.body), self._secrets)
             shown = text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
             body = f"<{self.body_size} bytes: {shown!r}>"
         else:
@@ -195,3 +203,7 @@ class SimulatedJob:
     files: tuple[ReceivedFile, ...]
     deviations: tuple[str, ...] = ()
     """How its request differed from the contract's exact form, one sentence each."""
+    id: str = ""
+    """The simulator's own number for the job ("1", "2", ...), for its inbox and API."""
+    received_at: float = 0.0
+    """When its request arrived (seconds since the epoch)."""

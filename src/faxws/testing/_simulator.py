@@ -4,6 +4,7 @@ at stop), what tests inspect, and what they control."""
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import socket
 import struct
@@ -13,6 +14,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from faxws._checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
 from faxws.testing._faults import Fault
@@ -45,6 +47,9 @@ class FaxWSSimulator:
             namespace) with a SOAP Client fault naming each difference. By default such a
             request is served, and the differences are recorded in
             :attr:`ReceivedRequest.deviations` and :attr:`SimulatedJob.deviations`.
+        api_token: what the inbox and the REST API require (``?token=`` or the
+            ``X-FaxWS-Token`` header). By default none on a loopback address, and a random
+            one (:attr:`api_token`) on any other.
     """
 
     def __init__(
@@ -57,6 +62,7 @@ class FaxWSSimulator:
         ttfp: int = 30,
         retained_body_bytes: int = RETAINED_BODY_BYTES,
         strict: bool = False,
+        api_token: str | None = None,
     ) -> None:
         if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
             raise BadInputError("retained_body_bytes", "must be an int")
@@ -67,6 +73,11 @@ class FaxWSSimulator:
         if not isinstance(strict, bool):
             raise BadInputError("strict", f"must be True or False, not {type(strict).__name__}")
         self.strict = strict
+        if api_token is not None and (not isinstance(api_token, str) or not api_token):
+            raise BadInputError("api_token", "must be a non-empty string")
+        if api_token is None and not is_loopback(host):
+            api_token = secrets.token_urlsafe(18)
+        self.api_token = api_token
         self._state = State(
             tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,), retained_body_bytes
         )
@@ -98,6 +109,7 @@ class FaxWSSimulator:
         server = Server((self._host, self._port), Handler)
         server.sim = self
         self._stopping = threading.Event()
+        self._state.stopping = False
         self._spool = Path(tempfile.mkdtemp(prefix="faxws-simulator-"))
         self._server = server
         self._thread = threading.Thread(
@@ -116,6 +128,7 @@ class FaxWSSimulator:
         if server is None:
             return
         self._stopping.set()  # delays and slow drips end now
+        self._state.stop()  # and so do waits for jobs
         server.shutdown()  # the accept loop ends: no connection is added after this
         server.server_close()
         with self._lock:
@@ -151,7 +164,8 @@ class FaxWSSimulator:
     @property
     def url(self) -> str:
         """The service root to give to :class:`~faxws.FaxClient` (``http://127.0.0.1:N``)."""
-        return f"http://{self._host}:{self.port}"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
 
     @property
     def token_url(self) -> str:

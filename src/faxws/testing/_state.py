@@ -36,6 +36,9 @@ class State:
         self.accounts = accounts
         self.retained_body_bytes = retained_body_bytes
         self.lock = threading.Lock()
+        # Notified when a job is added, and at stop: the API's ?min= waits on it.
+        self.changed = threading.Condition(self.lock)
+        self.stopping = False
         self.faults = Faults()
         self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
         self._secrets_for: tuple[Account, ...] | None = None
@@ -43,22 +46,28 @@ class State:
         self.requests: list[ReceivedRequest] = []
         self.jobs: list[SimulatedJob] = []
         self.by_job_id: dict[str, SimulatedJob] = {}
+        self.by_id: dict[str, SimulatedJob] = {}
         self.connections = 0
         self.token_requests = 0
         self._retained: deque[int] = deque()  # indexes of requests that hold a body
         self._retained_bytes = 0
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
+        self._forgotten = 0  # jobs forgotten by reset(): job numbers are never reused
+        self._generation = 0  # of the records, counted up by reset()
 
     def reset(self) -> list[SimulatedJob]:
         """Forget requests, jobs, counters and pending faults; the jobs forgotten."""
         with self.lock:
             forgotten = self.jobs
+            self._forgotten += len(forgotten)
+            self._generation += 1
             self.requests = []
             self._retained = deque()
             self._retained_bytes = 0
             self.jobs = []
             self.by_job_id = {}
+            self.by_id = {}
             self._document_bytes = 0
             self.connections = 0
             self.token_requests = 0
@@ -68,11 +77,13 @@ class State:
 
     # -- requests --
 
-    def record(self, request: ReceivedRequest) -> None:
+    def record(self, request: ReceivedRequest) -> tuple[int, int]:
+        """Keep ``request``; the ticket that :meth:`settle` takes to complete its record."""
         with self.lock:
             self.requests.append(request)
+            ticket = (self._generation, len(self.requests) - 1)
             if not request.body:
-                return
+                return ticket
             self._retained.append(len(self.requests) - 1)
             self._retained_bytes += len(request.body)
             while self._retained_bytes > self.retained_body_bytes:
@@ -80,6 +91,29 @@ class State:
                 old = self.requests[index]
                 self._retained_bytes -= len(old.body)
                 self.requests[index] = dataclasses.replace(old, body=b"", body_retained=False)
+            return ticket
+
+    def settle(
+        self,
+        ticket: tuple[int, int],
+        *,
+        status: int | None = None,
+        refusal: str | None = None,
+        fault: str | None = None,
+    ) -> None:
+        """Add how a recorded request was answered (the values given), unless the record
+        was forgotten in between."""
+        generation, index = ticket
+        with self.lock:
+            if generation != self._generation:
+                return
+            old = self.requests[index]
+            self.requests[index] = dataclasses.replace(
+                old,
+                status=old.status if status is None else status,
+                refusal=old.refusal if refusal is None else refusal,
+                fault=old.fault if fault is None else fault,
+            )
 
     def secrets_of(self, headers: Mapping[str, str]) -> frozenset[str]:
         """What a record of a request with ``headers`` must never show: the accounts'
@@ -153,6 +187,7 @@ class State:
         request_id: str | None,
         documents: list[Document],
         deviations: tuple[str, ...] = (),
+        received_at: float = 0.0,
     ) -> SimulatedJob:
         # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
         # overshoot it by a few small documents); the others go to disk.
@@ -190,11 +225,26 @@ class State:
                 recipients=request.recipients.item,
                 files=files,
                 deviations=deviations,
+                id=str(len(self.by_id) + 1 + self._forgotten),
+                received_at=received_at,
             )
             self.jobs.append(job)
+            self.by_id[job.id] = job
             for job_id in ids:
                 self.by_job_id[job_id] = job
+            self.changed.notify_all()
         return job
+
+    def wait_for_jobs(self, count: int, timeout: float) -> list[SimulatedJob]:
+        """The jobs, once there are at least ``count`` of them or ``timeout`` has passed."""
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.jobs) >= count or self.stopping, timeout)
+            return list(self.jobs)
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopping = True
+            self.changed.notify_all()
 
     def job(self, job_id: str) -> SimulatedJob | None:
         with self.lock:

@@ -1,0 +1,321 @@
+"""The simulator's REST API, JSON on the service's port, for tests in any language.
+
+    GET    /api/jobs[?min=N&timeout=S&limit=L]   newest first; waits for at least N jobs
+    GET    /api/jobs/{id}
+    GET    /api/jobs/{id}/files/{index}         the document's bytes
+    DELETE /api/jobs                            forget jobs, requests and pending faults
+    GET    /api/requests[?limit=L]              newest first, secrets masked
+    POST   /api/faults                          {"fault": kind, ..., "operation", "times"}
+
+A POST or DELETE must carry ``Content-Type: application/json`` or an ``X-FaxWS-Client``
+header: a page on another origin can send neither without a CORS preflight, which the
+simulator never grants, so it cannot clear the inbox or inject faults.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from faxws._redact import redact
+from faxws.errors import BadInputError
+from faxws.testing._answers import RejectError
+from faxws.testing._faults import KINDS
+from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob, masked, text_of
+
+if TYPE_CHECKING:
+    from faxws.testing._http import Handler
+
+__all__ = ["MAX_WAIT", "PREFIX", "file_type_of", "handle", "job_json", "timestamp"]
+
+PREFIX = "/api/"
+#: The longest ``?timeout=`` a request may wait for jobs.
+MAX_WAIT = 300.0
+_DEFAULT_LIMIT = 100
+_MAX_LIMIT = 100_000
+_BODY_SHOWN = 64 * 1024  # characters of a request body the API shows
+_MAX_JSON = 64 * 1024
+#: What a browser can show, by the first bytes of a document.
+_MAGIC = (
+    (b"%PDF-", "application/pdf", "pdf"),
+    (b"\x89PNG\r\n\x1a\n", "image/png", "png"),
+    (b"\xff\xd8\xff", "image/jpeg", "jpg"),
+    (b"GIF87a", "image/gif", "gif"),
+    (b"GIF89a", "image/gif", "gif"),
+)
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.message = status, message
+        self.headers = dict(headers or {})
+
+
+def timestamp(seconds: float) -> str:
+    """ISO 8601 in UTC, to the millisecond."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def file_type_of(received: ReceivedFile) -> tuple[str, str]:
+    """The media type and file name extension of a document, by its first bytes."""
+    with received.open() as f:
+        head = f.read(16)
+    for magic, media, extension in _MAGIC:
+        if head.startswith(magic):
+            return media, extension
+    return "application/octet-stream", "bin"
+
+
+def job_json(job: SimulatedJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "job_ids": list(job.job_ids),
+        "user_id": job.user_id,
+        "auth_mode": job.auth_mode,
+        "request_id": job.request_id,
+        "received_at": timestamp(job.received_at),
+        "recipients": [
+            {
+                "fax_number": r.recip_fax_number,
+                "company": r.recip_company,
+                "title": r.recip_title,
+                "name": r.recip_name,
+                "secure_csid": r.recip_secure_csid,
+            }
+            for r in job.recipients
+        ],
+        "files": [
+            {"index": f.index, "file_type": f.file_type, "size": f.size, "sha256": f.sha256}
+            for f in job.files
+        ],
+        "deviations": list(job.deviations),
+    }
+
+
+def request_json(request: ReceivedRequest) -> dict[str, Any]:
+    """A request with every credential masked: the Authorization value, strPIN, and the
+    accounts' secrets in any spelling."""
+    secrets = sorted(request._secrets, key=len, reverse=True)
+
+    def clean(text: str | None) -> str | None:
+        return None if text is None else redact(text, secrets)
+
+    body = masked(text_of(request.body), request._secrets) if request.body_retained else None
+    return {
+        "method": request.method,
+        "path": clean(request.path),
+        "operation": request.operation,
+        "request_id": clean(request.header("x-ch-request-id")),
+        "received_at": timestamp(request.received_at),
+        "status": request.status,
+        "refusal": clean(request.refusal),
+        "fault": request.fault,
+        "deviations": [clean(d) for d in request.deviations],
+        "headers": request.masked_headers(),
+        "body_size": request.body_size,
+        "body": None if body is None else body[:_BODY_SHOWN],
+        "body_truncated": body is not None and len(body) > _BODY_SHOWN,
+    }
+
+
+def handle(handler: Handler, path: str, query: str) -> None:
+    """Answer one request under :data:`PREFIX`."""
+    try:
+        _route(handler, path, _params(query))
+    except _ApiError as error:
+        _send_json(handler, error.status, {"error": error.message}, error.headers)
+    except RejectError as reject:  # the body could not be read (too large, bad length)
+        _send_json(handler, reject.status, {"error": reject.reason})
+
+
+def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
+    sim = handler.server.sim
+    state = sim._state
+    parts = path[len(PREFIX) :].split("/")
+    method = handler.command
+    if parts == ["jobs"]:
+        if method == "GET":
+            count = _int(params, "min", 0, 0, _MAX_LIMIT)
+            wait = _seconds(params, "timeout")
+            limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
+            jobs = state.wait_for_jobs(count, wait) if count else sim.jobs
+            newest = [job_json(j) for j in reversed(jobs[-limit:])]
+            _send_json(handler, 200, {"total": len(jobs), "jobs": newest})
+            return
+        if method == "DELETE":
+            _read_body(handler, json_required=False)
+            sim.reset()
+            _send_json(handler, 200, {"cleared": True})
+            return
+        raise _not_allowed("GET, DELETE")
+    if len(parts) == 2 and parts[0] == "jobs":
+        _only(method, "GET")
+        _send_json(handler, 200, job_json(_job(state.by_id.get(parts[1]), parts[1])))
+        return
+    if len(parts) == 4 and parts[0] == "jobs" and parts[2] == "files":
+        _only(method, "GET")
+        job = _job(state.by_id.get(parts[1]), parts[1])
+        found = next((f for f in job.files if str(f.index) == parts[3]), None)
+        if found is None:
+            raise _ApiError(404, f"job {parts[1]} has no file {parts[3]}")
+        _send_file(handler, job, found, download=params.get("download") == "1")
+        return
+    if parts == ["requests"]:
+        _only(method, "GET")
+        limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
+        recent = sim.requests[-limit:]
+        body = {"total": len(sim.requests), "requests": [request_json(r) for r in recent[::-1]]}
+        _send_json(handler, 200, body)
+        return
+    if parts == ["faults"]:
+        _only(method, "POST")
+        spec = _read_body(handler, json_required=True)
+        fault, operation, times = _fault(spec)
+        try:
+            sim.inject(fault, operation=operation, times=times)
+        except ValueError as exc:
+            raise _ApiError(400, str(exc)) from None
+        _send_json(handler, 201, {"fault": fault.kind, "operation": operation, "times": times})
+        return
+    raise _ApiError(404, f"no such resource: {path}")
+
+
+def _fault(spec: Any) -> tuple[Any, str | None, int]:
+    if not isinstance(spec, dict):
+        raise _ApiError(400, "the body must be a JSON object")
+    spec = dict(spec)
+    kind = spec.pop("fault", None)
+    operation = spec.pop("operation", None)
+    times = spec.pop("times", 1)
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise _ApiError(400, f"fault must be one of {', '.join(sorted(KINDS))}")
+    if operation is not None and not isinstance(operation, str):
+        raise _ApiError(400, "operation must be a string")
+    if isinstance(times, bool) or not isinstance(times, int):
+        raise _ApiError(400, "times must be a whole number")
+    try:
+        fault = cls(**spec)
+    except TypeError:
+        raise _ApiError(400, f"{kind} takes {_fields(cls) or 'no other fields'}") from None
+    except (ValueError, BadInputError) as exc:
+        raise _ApiError(400, str(exc)) from None
+    return fault, operation, times
+
+
+def _fields(cls: type) -> str:
+    import dataclasses
+
+    return ", ".join(f.name for f in dataclasses.fields(cls))
+
+
+def _read_body(handler: Handler, *, json_required: bool) -> Any:
+    from faxws.testing._oauth import MAX_FORM
+
+    content_type = handler.headers.get("Content-Type", "")
+    is_json = content_type.split(";", 1)[0].strip().lower() == "application/json"
+    if not is_json and (json_required or handler.headers.get("X-FaxWS-Client") is None):
+        # A page on another origin can send neither without a preflight.
+        needed = "a JSON body" if json_required else "a JSON body or an X-FaxWS-Client header"
+        raise _ApiError(403, f"{handler.command} needs {needed}")
+    received = handler.receive(parse=False, limit=min(MAX_FORM, _MAX_JSON), whole=True)
+    if not received.complete:
+        handler.close_connection = True
+        raise _ApiError(400, "the body ended early")
+    if not is_json:
+        return None
+    try:
+        return json.loads(received.body or b"null")
+    except (ValueError, RecursionError):
+        raise _ApiError(400, "the body is not valid JSON") from None
+
+
+def _params(query: str) -> dict[str, str]:
+    try:
+        parsed = parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=20)
+    except ValueError:
+        raise _ApiError(400, "too many query parameters") from None
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+def _int(params: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    text = params.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise _ApiError(400, f"{name} must be a whole number") from None
+    if not low <= value <= high:
+        raise _ApiError(400, f"{name} must be from {low} to {high}")
+    return value
+
+
+def _seconds(params: dict[str, str], name: str) -> float:
+    text = params.get(name, "0")
+    try:
+        value = float(text)
+    except ValueError:
+        raise _ApiError(400, f"{name} must be a number of seconds") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_WAIT:
+        raise _ApiError(400, f"{name} must be from 0 to {MAX_WAIT:g} seconds")
+    return value
+
+
+def _job(job: SimulatedJob | None, wanted: str) -> SimulatedJob:
+    if job is None:
+        raise _ApiError(404, f"no job {wanted}")
+    return job
+
+
+def _only(method: str, allowed: str) -> None:
+    if method != allowed:
+        raise _not_allowed(allowed)
+
+
+def _not_allowed(allowed: str) -> _ApiError:
+    return _ApiError(405, "method not allowed", {"Allow": allowed})
+
+
+def _send_json(
+    handler: Handler, status: int, data: Any, headers: Mapping[str, str] | None = None
+) -> None:
+    body = json.dumps(data, ensure_ascii=False).encode()
+    handler.send(
+        status,
+        {
+            "Content-Type": "application/json; charset=utf-8",
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            **(headers or {}),
+        },
+        body,
+    )
+
+
+def _send_file(handler: Handler, job: SimulatedJob, received: ReceivedFile, download: bool) -> None:
+    try:
+        media, extension = file_type_of(received)
+        stream = received.open()
+    except FileNotFoundError:
+        raise _ApiError(404, f"job {job.id} file {received.index} is gone") from None
+    name = f"job-{job.id}-file-{received.index}.{extension}"
+    disposition = "attachment" if download or media == "application/octet-stream" else "inline"
+    headers = {
+        "Content-Type": media,
+        "Content-Disposition": f'{disposition}; filename="{name}"',
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+    if media != "application/pdf":
+        # A document is shown, never run: nothing in it acts on this origin. (A sandboxed
+        # PDF would not be shown at all: the browser's viewer is refused in a sandbox.)
+        headers["Content-Security-Policy"] = "sandbox"
+    with stream:
+        handler.send_stream(200, headers, stream, received.size)

@@ -1,0 +1,196 @@
+"""The simulator's web inbox: ``/`` lists the jobs received, newest first, and the requests
+it refused; ``/jobs/{id}`` shows one job with its documents inline where a browser can.
+
+Pages are self-contained (no external asset: they work offline), refresh themselves, escape
+everything they show, and forbid every script by their Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from faxws.testing._api import file_type_of, timestamp
+from faxws.testing._records import ReceivedRequest, SimulatedJob
+
+if TYPE_CHECKING:
+    from faxws.testing._http import Handler
+
+__all__ = ["handle", "is_inbox_path"]
+
+_SHOWN_JOBS = 200
+_SHOWN_REFUSALS = 100
+_REFRESH_SECONDS = 2
+_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
+    "object-src 'self'; frame-src 'self'; form-action 'none'; base-uri 'none'"
+)
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom: 1px solid #ddd; }
+th { background: #f4f4f4; } code { font-size: 0.9em; } .muted { color: #777; }
+.deviation { color: #8a5300; } .refusal { color: #a00; } .when { white-space: nowrap; }
+.document { margin: 1em 0; } embed, img { max-width: 100%; border: 1px solid #ccc; }
+"""
+
+
+def is_inbox_path(path: str) -> bool:
+    return path == "/" or path.startswith("/jobs/")
+
+
+def handle(handler: Handler, path: str, token: str | None) -> None:
+    """Answer one request for an inbox page."""
+    if handler.command not in ("GET", "HEAD"):
+        _page(handler, 405, "Method not allowed", "<p>The inbox only shows pages.</p>", token)
+        return
+    sim = handler.server.sim
+    if path == "/":
+        _page(handler, 200, "FaxWS simulator inbox", _inbox(sim.jobs, sim.requests, token), token)
+        return
+    job = sim._state.by_id.get(path[len("/jobs/") :])
+    if job is None:
+        _page(
+            handler, 404, "No such job", f"<p>{_link('/', 'Back to the inbox', token)}</p>", token
+        )
+        return
+    _page(handler, 200, f"Job {job.id}", _job(job, token), token, refresh=False)
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _url(path: str, token: str | None, **params: str) -> str:
+    if token is not None:
+        params["token"] = token
+    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
+    return f"{path}?{query}" if query else path
+
+
+def _link(path: str, text: str, token: str | None, **params: str) -> str:
+    return f'<a href="{_e(_url(path, token, **params))}">{_e(text)}</a>'
+
+
+def _inbox(jobs: list[SimulatedJob], requests: list[ReceivedRequest], token: str | None) -> str:
+    rows = []
+    for job in reversed(jobs[-_SHOWN_JOBS:]):
+        recipients = "<br>".join(
+            _e(r.recip_fax_number)
+            + (f" <span class=muted>{_e(r.recip_name)}</span>" if r.recip_name else "")
+            for r in job.recipients
+        )
+        files = "<br>".join(
+            f"{f.index}: type {f.file_type}, {f.size} bytes, <code>{_e(f.sha256[:12])}</code>"
+            for f in job.files
+        )
+        deviations = "<br>".join(f"<span class=deviation>{_e(d)}</span>" for d in job.deviations)
+        rows.append(
+            "<tr>"
+            f"<td>{_link(f'/jobs/{job.id}', job.id, token)}</td>"
+            f"<td class=when>{_e(timestamp(job.received_at))}</td>"
+            f"<td>{_e(job.user_id)}</td><td>{_e(job.auth_mode)}</td>"
+            f"<td><code>{_e(job.request_id or '')}</code></td>"
+            f"<td>{recipients}</td>"
+            f"<td>{'<br>'.join(f'<code>{_e(i)}</code>' for i in job.job_ids)}</td>"
+            f"<td>{files}</td><td>{deviations or '<span class=muted>none</span>'}</td>"
+            "</tr>"
+        )
+    refused = [r for r in requests if r.refusal is not None][-_SHOWN_REFUSALS:]
+    refusals = [
+        "<tr>"
+        f"<td>{_e(timestamp(r.received_at))}</td><td>{_e(r.method)} {_e(_clean(r, r.path))}</td>"
+        f"<td>{_e(r.operation or '')}</td><td>{_e(r.status)}</td>"
+        f"<td class=refusal>{_e(_clean(r, r.refusal or ''))}</td>"
+        "</tr>"
+        for r in reversed(refused)
+    ]
+    shown = f" (newest {_SHOWN_JOBS} shown)" if len(jobs) > _SHOWN_JOBS else ""
+    return (
+        f"<p>{len(jobs)} job(s) received{shown}. "
+        f"JSON: {_link('/api/jobs', '/api/jobs', token)}, "
+        f"{_link('/api/requests', '/api/requests', token)}.</p>"
+        "<table><thead><tr><th>Job</th><th>Received</th><th>Account</th><th>Auth</th>"
+        "<th>Request id</th><th>Recipients</th><th>Job ids</th><th>Files</th>"
+        "<th>Deviations from the contract</th></tr></thead><tbody>"
+        + ("".join(rows) or "<tr><td colspan=9 class=muted>No jobs yet.</td></tr>")
+        + "</tbody></table>"
+        "<h2>Refused requests</h2>"
+        "<table><thead><tr><th>Received</th><th>Request</th><th>Operation</th><th>Status</th>"
+        "<th>Reason</th></tr></thead><tbody>"
+        + ("".join(refusals) or "<tr><td colspan=5 class=muted>None.</td></tr>")
+        + "</tbody></table>"
+    )
+
+
+def _clean(request: ReceivedRequest, text: str) -> str:
+    from faxws._redact import redact
+
+    return redact(text, sorted(request._secrets, key=len, reverse=True))
+
+
+def _job(job: SimulatedJob, token: str | None) -> str:
+    recipients = "".join(
+        f"<tr><td>{_e(r.recip_fax_number)}</td><td>{_e(r.recip_company)}</td>"
+        f"<td>{_e(r.recip_title)}</td><td>{_e(r.recip_name)}</td>"
+        f"<td>{_e(r.recip_secure_csid)}</td><td><code>{_e(i)}</code></td></tr>"
+        for r, i in zip(job.recipients, job.job_ids, strict=False)
+    )
+    documents = []
+    for f in job.files:
+        source = f"/api/jobs/{job.id}/files/{f.index}"
+        try:
+            media, _ = file_type_of(f)
+        except FileNotFoundError:
+            documents.append(f"<p class=muted>Document {f.index} is gone.</p>")
+            continue
+        if media.startswith("image/"):
+            shown = f'<img src="{_e(_url(source, token))}" alt="document {f.index}">'
+        elif media == "application/pdf":
+            shown = (
+                f'<embed src="{_e(_url(source, token))}" type="application/pdf" '
+                'width="100%" height="600">'
+            )
+        else:
+            shown = "<p class=muted>This type is not shown in a browser.</p>"
+        documents.append(
+            f"<div class=document><h3>Document {f.index}: type {f.file_type}, {_e(media)}, "
+            f"{f.size} bytes</h3><p>sha256 <code>{_e(f.sha256)}</code> &middot; "
+            f"{_link(source, 'download', token, download='1')}</p>{shown}</div>"
+        )
+    deviations = "".join(f"<li class=deviation>{_e(d)}</li>" for d in job.deviations)
+    return (
+        f"<p>{_link('/', 'Back to the inbox', token)}</p>"
+        f"<p>Received {_e(timestamp(job.received_at))} from <b>{_e(job.user_id)}</b> "
+        f"({_e(job.auth_mode)}), request id <code>{_e(job.request_id or '')}</code>.</p>"
+        "<h2>Recipients</h2><table><thead><tr><th>Fax number</th><th>Company</th>"
+        "<th>Title</th><th>Name</th><th>Secure CSID</th><th>Job id</th></tr></thead>"
+        f"<tbody>{recipients}</tbody></table>"
+        f"<h2>Deviations from the contract</h2>"
+        f"{f'<ul>{deviations}</ul>' if deviations else '<p class=muted>None.</p>'}"
+        f"<h2>Documents</h2>{''.join(documents)}"
+    )
+
+
+def _page(
+    handler: Handler, status: int, title: str, content: str, token: str | None, refresh: bool = True
+) -> None:
+    meta = f'<meta http-equiv="refresh" content="{_REFRESH_SECONDS}">' if refresh else ""
+    page = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title>{meta}<style>{_STYLE}</style></head>"
+        f"<body><h1>{_e(title)}</h1>{content}</body></html>"
+    )
+    handler.send(
+        status,
+        {
+            "Content-Type": "text/html; charset=utf-8",
+            "Content-Security-Policy": _POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+        },
+        page.encode(),
+    )

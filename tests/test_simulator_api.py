@@ -1,0 +1,311 @@
+"""The simulator's REST API: every endpoint, its errors, and what it never shows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from typing import Any
+
+import pytest
+import requests
+
+from faxws import AuthenticationError, FaxClient, FaxFile, FileType, Recipient, ServiceError
+from faxws.pytest_plugin import SimulatorFactory
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, FaxWSSimulator
+
+PDF = b"%PDF-1.4 first page"
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+CLIENT = {"X-FaxWS-Client": "tests"}
+
+
+def client(sim: FaxWSSimulator) -> FaxClient:
+    return FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retry_backoff=0)
+
+
+def get(sim: FaxWSSimulator, path: str, **kwargs: Any) -> requests.Response:
+    return requests.get(sim.url + path, timeout=60, **kwargs)
+
+
+def test_jobs_are_listed_newest_first_with_every_field(faxws_simulator: FaxWSSimulator) -> None:
+    with client(faxws_simulator) as c:
+        c.send_fax(
+            [Recipient("+1 555 0100", company="ACME", title="Dr", name="Ann", secure_csid="C1")],
+            [FaxFile(PDF, FileType.PDF), FaxFile(PNG, 120)],
+            request_id="order-1",
+        )
+        c.send_fax(["+1 555 0101", "+1 555 0102"], [FaxFile(PDF, FileType.PDF)])
+    answer = get(faxws_simulator, "/api/jobs")
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"] == "application/json; charset=utf-8"
+    listing = answer.json()
+    assert listing["total"] == 2
+    second, first = listing["jobs"]
+    assert ISO.match(first.pop("received_at"))
+    assert first == {
+        "id": "1",
+        "job_ids": ["SIM00000001"],
+        "user_id": DEMO_USER_ID,
+        "auth_mode": "pin",
+        "request_id": "order-1",
+        "recipients": [
+            {
+                "fax_number": "+1 555 0100",
+                "company": "ACME",
+                "title": "Dr",
+                "name": "Ann",
+                "secure_csid": "C1",
+            }
+        ],
+        "files": [
+            {
+                "index": 1,
+                "file_type": 101,
+                "size": len(PDF),
+                "sha256": hashlib.sha256(PDF).hexdigest(),
+            },
+            {
+                "index": 2,
+                "file_type": 120,
+                "size": len(PNG),
+                "sha256": hashlib.sha256(PNG).hexdigest(),
+            },
+        ],
+        "deviations": [],
+    }
+    assert (second["id"], second["job_ids"]) == ("2", ["SIM00000002", "SIM00000003"])
+    one = get(faxws_simulator, "/api/jobs/2").json()
+    assert one == second
+    assert [j["id"] for j in get(faxws_simulator, "/api/jobs?limit=1").json()["jobs"]] == ["2"]
+
+
+def test_a_document_comes_back_byte_for_byte(faxws_simulator: FaxWSSimulator) -> None:
+    large = os.urandom(3 * 1024 * 1024)  # spooled to disk by the simulator
+    with client(faxws_simulator) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF), FaxFile(PNG, 120), FaxFile(large, 1)])
+    pdf, png, raw = (get(faxws_simulator, f"/api/jobs/1/files/{i}") for i in (1, 2, 3))
+    assert (pdf.content, png.content, raw.content) == (PDF, PNG, large)
+    assert (pdf.headers["Content-Type"], png.headers["Content-Type"]) == (
+        "application/pdf",
+        "image/png",
+    )
+    assert pdf.headers["Content-Disposition"] == 'inline; filename="job-1-file-1.pdf"'
+    assert raw.headers["Content-Type"] == "application/octet-stream"
+    assert raw.headers["Content-Disposition"] == 'attachment; filename="job-1-file-3.bin"'
+    assert all(r.headers["Content-Security-Policy"] == "sandbox" for r in (png, raw))
+    assert all(r.headers["X-Content-Type-Options"] == "nosniff" for r in (pdf, png, raw))
+    download = get(faxws_simulator, "/api/jobs/1/files/1?download=1")
+    assert download.headers["Content-Disposition"].startswith("attachment;")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "error"),
+    [
+        ("/api/jobs/9", 404, "no job 9"),
+        ("/api/jobs/1/files/7", 404, "job 1 has no file 7"),
+        ("/api/nothing", 404, "no such resource: /api/nothing"),
+        ("/api/jobs?min=-1", 400, "min must be from 0 to 100000"),
+        ("/api/jobs?min=x", 400, "min must be a whole number"),
+        ("/api/jobs?min=1&timeout=nan", 400, "timeout must be from 0 to 300 seconds"),
+        ("/api/jobs?min=1&timeout=301", 400, "timeout must be from 0 to 300 seconds"),
+        ("/api/jobs?limit=0", 400, "limit must be from 1 to 100000"),
+        ("/api/requests?limit=many", 400, "limit must be a whole number"),
+    ],
+)
+def test_bad_lookups_get_a_json_error_naming_the_problem(
+    faxws_simulator: FaxWSSimulator, path: str, status: int, error: str
+) -> None:
+    with client(faxws_simulator) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    answer = get(faxws_simulator, path)
+    assert (answer.status_code, answer.json()) == (status, {"error": error})
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PUT", "/api/jobs", "GET, DELETE"),
+        ("POST", "/api/jobs/1", "GET"),
+        ("GET", "/api/faults", "POST"),
+    ],
+)
+def test_other_methods_are_not_allowed(
+    faxws_simulator: FaxWSSimulator, method: str, path: str, allow: str
+) -> None:
+    answer = requests.request(method, faxws_simulator.url + path, headers=CLIENT, timeout=60)
+    assert (answer.status_code, answer.headers["Allow"]) == (405, allow)
+
+
+def test_waiting_for_jobs(faxws_simulator: FaxWSSimulator) -> None:
+    listings: list[dict[str, Any]] = []
+    waiter = threading.Thread(
+        target=lambda: listings.append(get(faxws_simulator, "/api/jobs?min=2&timeout=120").json())
+    )
+    waiter.start()
+    with client(faxws_simulator) as c:
+        for _ in range(2):
+            c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    waiter.join(120)
+    assert not waiter.is_alive()
+    assert listings[0]["total"] == 2
+    # Not enough jobs within the time-out: what there is.
+    assert get(faxws_simulator, "/api/jobs?min=5&timeout=0.1").json()["total"] == 2
+
+
+def test_stop_ends_a_wait_for_jobs() -> None:
+    outcome: list[object] = []
+    with FaxWSSimulator() as sim:
+        url = sim.url
+
+        def wait() -> None:
+            try:
+                outcome.append(
+                    requests.get(url + "/api/jobs?min=1&timeout=300", timeout=120).json()
+                )
+            except requests.RequestException as exc:
+                outcome.append(exc)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        # stop() (leaving the block) wakes the wait however far it got.
+    waiter.join(120)
+    assert not waiter.is_alive()
+    assert len(outcome) == 1
+
+
+def test_clearing_needs_a_header_a_page_cannot_send(faxws_simulator: FaxWSSimulator) -> None:
+    with client(faxws_simulator) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    refused = requests.delete(faxws_simulator.url + "/api/jobs", timeout=60)
+    assert (refused.status_code, refused.json()) == (
+        403,
+        {"error": "DELETE needs a JSON body or an X-FaxWS-Client header"},
+    )
+    assert len(faxws_simulator.jobs) == 1
+    answer = requests.delete(faxws_simulator.url + "/api/jobs", headers=CLIENT, timeout=60)
+    assert (answer.status_code, answer.json()) == (200, {"cleared": True})
+    assert faxws_simulator.jobs == []
+    assert get(faxws_simulator, "/api/jobs/1").status_code == 404
+
+
+def test_faults_are_injected_for_an_operation(faxws_simulator: FaxWSSimulator) -> None:
+    spec = {"fault": "ws_error", "code": -42, "text": "quota", "operation": "SendFax", "times": 2}
+    answer = requests.post(faxws_simulator.url + "/api/faults", json=spec, timeout=60)
+    assert (answer.status_code, answer.json()) == (
+        201,
+        {"fault": "ws_error", "operation": "SendFax", "times": 2},
+    )
+    with client(faxws_simulator) as c:
+        for _ in range(2):
+            with pytest.raises(ServiceError) as info:
+                c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+            assert (info.value.code, info.value.error_string) == (-42, "quota")
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    assert [r.fault for r in faxws_simulator.requests] == ["ws_error", "ws_error", None]
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        (
+            {"fault": "nope"},
+            "fault must be one of close_after_read, close_before_read, delay_response, html_500, "
+            "http_status, reset_mid_response, slow_drip, soap_fault, ws_error",
+        ),
+        ({"fault": "http_status"}, "http_status takes status"),
+        ({"fault": "http_status", "status": 700}, "status must be from 200 to 599, not 700"),
+        (
+            {"fault": "delay_response", "seconds": -1},
+            "seconds: must be a finite number of seconds above 0, not -1",
+        ),
+        ({"fault": "html_500", "times": 0}, "times must be a whole number of at least 1, not 0"),
+        ({"fault": "html_500", "times": "2"}, "times must be a whole number"),
+        ({"fault": "html_500", "operation": "CancelFax"}, "unknown operation 'CancelFax'"),
+        (
+            {"fault": "close_before_read", "operation": "SendFax"},
+            "close_before_read cannot be limited to one operation",
+        ),
+        (["html_500"], "the body must be a JSON object"),
+    ],
+)
+def test_bad_fault_specs_are_refused_naming_the_problem(
+    faxws_simulator: FaxWSSimulator, spec: Any, error: str
+) -> None:
+    answer = requests.post(faxws_simulator.url + "/api/faults", json=spec, timeout=60)
+    assert (answer.status_code, answer.json()) == (400, {"error": error})
+
+
+def test_faults_need_a_json_body(faxws_simulator: FaxWSSimulator) -> None:
+    form = requests.post(
+        faxws_simulator.url + "/api/faults", data={"fault": "html_500"}, timeout=60
+    )
+    assert (form.status_code, form.json()) == (403, {"error": "POST needs a JSON body"})
+    broken = requests.post(
+        faxws_simulator.url + "/api/faults",
+        data=b"{",
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert (broken.status_code, broken.json()) == (400, {"error": "the body is not valid JSON"})
+
+
+SECRET_PIN = "pin-SECRET-4711"
+SECRET_TOKEN = "tok-SECRET-0815"
+
+
+def test_requests_are_listed_with_every_secret_masked(
+    faxws_simulator_factory: SimulatorFactory,
+) -> None:
+    sim = faxws_simulator_factory([Account("mbx1", pin=SECRET_PIN, tokens=(SECRET_TOKEN,))])
+    with FaxClient(sim.url, user_id="mbx1", pin=SECRET_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)], request_id="r-pin")
+    with FaxClient(sim.url, user_id="mbx1", token=SECRET_TOKEN) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)], request_id="r-token")
+    with (
+        FaxClient(sim.url, user_id="mbx1", pin=SECRET_PIN + "x", retries=0) as c,
+        pytest.raises(AuthenticationError),
+    ):
+        c.get_fax_broadcast_report("J")
+    answer = get(sim, "/api/requests")
+    assert SECRET_PIN not in answer.text
+    assert SECRET_TOKEN not in answer.text
+    listing = answer.json()
+    assert listing["total"] == 3
+    bad, bearer, pin = listing["requests"]
+    assert (pin["request_id"], pin["operation"], pin["status"]) == ("r-pin", "SendFax", 200)
+    assert "<strPIN>***</strPIN>" in pin["body"]
+    assert bearer["headers"]["Authorization"] == "Bearer ***"
+    assert (bad["status"], bad["refusal"]) == (401, "wrong user id or PIN")
+    assert ISO.match(pin["received_at"])
+    assert pin["deviations"] == []
+    assert pin["body_size"] == len(pin["body"].replace("***", SECRET_PIN).encode())
+
+
+def test_the_api_and_inbox_are_not_recorded_as_requests(faxws_simulator: FaxWSSimulator) -> None:
+    get(faxws_simulator, "/api/jobs")
+    get(faxws_simulator, "/")
+    assert faxws_simulator.requests == []
+
+
+def test_beyond_loopback_a_token_is_required() -> None:
+    assert FaxWSSimulator(host="0.0.0.0").api_token is not None  # noqa: S104
+    assert FaxWSSimulator(host="127.0.0.1").api_token is None
+    with FaxWSSimulator(api_token="api-SECRET-1") as sim:
+        for path in ("/api/jobs", "/", "/jobs/1"):
+            refused = get(sim, path)
+            assert refused.status_code == 401
+            assert "token" in refused.text
+        wrong = get(sim, "/api/jobs", headers={"X-FaxWS-Token": "api-SECRET-2"})
+        assert wrong.status_code == 401
+        assert get(sim, "/api/jobs", headers={"X-FaxWS-Token": "api-SECRET-1"}).status_code == 200
+        assert get(sim, "/api/jobs?token=api-SECRET-1").status_code == 200
+        page = get(sim, "/?token=api-SECRET-1")
+        assert page.status_code == 200
+        assert 'href="/api/jobs?token=api-SECRET-1"' in page.text
+        # The service itself is not behind the token.
+        with client(sim) as c:
+            c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+        assert json.loads(get(sim, "/api/jobs?token=api-SECRET-1").text)["total"] == 1
