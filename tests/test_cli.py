@@ -422,6 +422,35 @@ def test_serve_on_loopback_needs_no_token() -> None:
         assert proc.wait(30) == 0
 
 
+def test_serve_logs_one_line_per_request_and_never_a_secret() -> None:
+    import requests
+
+    from faxws import FaxClient, FaxFile
+
+    pin, token = "PIN-LOGGED-NEVER-41", "TOKEN-LOGGED-NEVER-42"
+    with serve("--json", "--user-id", "mbx9", "--pin", pin, "--token", token) as (
+        proc,
+        out,
+        err,
+    ):
+        url = json.loads(out.next())["url"]
+        with FaxClient(url, user_id="mbx9", pin=pin) as client:
+            client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF", 101)], request_id="r-1")
+        with FaxClient(url, user_id="mbx9", token=token) as client:
+            client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF", 101)], request_id=token)
+        requests.get(f"{url}/api/jobs?token={token}", timeout=30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        text = err.rest()
+    lines = [line.split(" ", 2)[2] for line in text.splitlines() if " /" in line]
+    assert lines == [
+        "POST /fax/v5 SendFax 200 request_id=r-1",
+        "POST /fax/v5 SendFax 200 request_id=***",
+        "GET /api/jobs - 200 request_id=-",
+    ]
+    assert "NEVER" not in text
+
+
 CLIENT_VARIABLES = {
     "FAXWS_BASE_URL": "https://fax.example.com",
     "FAXWS_USER_ID": "mbx1234567890",

@@ -164,6 +164,8 @@ def test_secret_variables_never_show(args: list[str], variable: str) -> None:
         (["--token-lifetime", "-1"], "--token-lifetime"),
         (["--token-lifetime", "0"], "--token-lifetime"),
         (["--token-lifetime", "soon"], "--token-lifetime"),
+        (["--max-jobs", "0"], "--max-jobs"),
+        (["--max-jobs", "many"], "--max-jobs"),
     ],
 )
 def test_serve_refuses_bad_numbers_as_usage_errors(args: list[str], flag: str) -> None:

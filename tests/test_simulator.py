@@ -119,7 +119,8 @@ def test_unknown_job_gives_5019(faxws_simulator: FaxWSSimulator) -> None:
         ("GET", "/fax/v5", {}, 405),
         ("PUT", "/fax/v5", HEADERS, 405),
         ("POST", "/fax/v4", HEADERS, 404),
-        ("POST", "/", HEADERS, 404),
+        ("POST", "/other", HEADERS, 404),
+        ("POST", "/", HEADERS, 405),  # the inbox
         ("POST", "/fax/v5", {"Content-Type": "application/json", "SOAPAction": ""}, 415),
     ],
 )
@@ -135,7 +136,7 @@ def test_http_level_strictness(
     )
     assert r.status_code == status
     if status == 405:
-        assert r.headers["Allow"] == "POST"
+        assert r.headers["Allow"] == ("GET, HEAD" if path == "/" else "POST")
 
 
 def _fault_of(r: requests.Response) -> str:

@@ -309,3 +309,66 @@ def test_beyond_loopback_a_token_is_required() -> None:
         with client(sim) as c:
             c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
         assert json.loads(get(sim, "/api/jobs?token=api-SECRET-1").text)["total"] == 1
+
+
+def test_the_oldest_jobs_and_records_are_forgotten_beyond_their_bounds(
+    faxws_simulator_factory: SimulatorFactory,
+) -> None:
+    sim = faxws_simulator_factory(max_jobs=10, max_requests=10)
+    large = os.urandom(200_000)  # on disk: forgetting the job removes its file
+    with client(sim) as c:
+        first = c.send_fax(["+1 5"], [FaxFile(large, 1)])
+        path = sim.jobs[0].files[0].path
+        assert path is not None
+        assert path.exists()
+        for _ in range(24):
+            c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+        with pytest.raises(ServiceError) as info:
+            c.get_fax_broadcast_report(first.job_ids[0])
+        assert info.value.code == -5019
+    assert 10 <= len(sim.jobs) <= 11
+    assert 10 <= len(sim.requests) <= 11
+    assert sim.jobs[-1].id == "25"  # numbers are never reused
+    assert not path.exists()
+    assert get(sim, "/api/jobs/1").status_code == 404
+    assert get(sim, "/api/jobs/25").status_code == 200
+
+
+@pytest.mark.parametrize("option", ["max_jobs", "max_requests"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_bounds_must_be_whole_numbers(option: str, value: object) -> None:
+    from faxws.errors import BadInputError
+
+    with pytest.raises(BadInputError, match=f"^{option}: must be a whole number of at least 1"):
+        FaxWSSimulator(**{option: value})  # type: ignore[arg-type]
+
+
+class NoScan(list):  # type: ignore[type-arg]
+    """A list that fails when walked: what a call does may append and count, never scan."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("a call scanned every record")
+
+    def __reversed__(self) -> Any:
+        raise AssertionError("a call scanned every record")
+
+    def __contains__(self, item: object) -> bool:
+        raise AssertionError("a call scanned every record")
+
+    def index(self, *args: Any) -> int:
+        raise AssertionError("a call scanned every record")
+
+
+def test_calls_look_jobs_up_by_key_without_scanning(faxws_simulator: FaxWSSimulator) -> None:
+    state = faxws_simulator._state
+    with client(faxws_simulator) as c:
+        job = c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)]).job_ids[0]
+        with state.lock:
+            state.jobs = NoScan(state.jobs)
+            state.requests = NoScan(state.requests)
+        c.get_fax_broadcast_report(job)
+        with pytest.raises(ServiceError):
+            c.get_fax_broadcast_report("SIM99999999")
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    assert len(state.jobs) == 2
+    assert len(state.requests) == 4

@@ -204,7 +204,7 @@ def _with_head(head: bytes, filler: bytes) -> Iterator[bytes]:
 
 JUNK_CASES = {
     # (path, headers, body, expected status)
-    "to-root": ("/", {}, lambda: _repeat(b"junk", JUNK), 404),
+    "elsewhere": ("/elsewhere", {}, lambda: _repeat(b"junk", JUNK), 404),
     "not-xml": ("/fax/v5", SOAP_HEADERS, lambda: _repeat(b"\x00junk", JUNK), 500),
     "one-huge-text": ("/fax/v5", SOAP_HEADERS, lambda: _with_head(b"<a>", b"text"), 500),
     "many-elements": ("/fax/v5", SOAP_HEADERS, lambda: _with_head(b"<a>", b"<b/>"), 500),
@@ -249,7 +249,7 @@ def test_retained_request_bodies_are_capped_and_metadata_stays() -> None:
             requests.post(
                 f"{sim.url}/fax/v5", data=_report(f"J{n}"), headers=SOAP_HEADERS, timeout=30
             )
-        requests.post(f"{sim.url}/", data=b"x" * 5000, timeout=30)  # larger than the budget
+        requests.post(f"{sim.url}/elsewhere", data=b"x" * 5000, timeout=30)  # over the budget
         records = sim.requests
         assert [r.operation for r in records] == ["GetFaxBroadcastReport"] * 5 + [None]
         assert [r.body_retained for r in records] == [False, False, False, True, True, False]
@@ -257,7 +257,7 @@ def test_retained_request_bodies_are_capped_and_metadata_stays() -> None:
         assert b"<JobId>J4</JobId>" in records[4].body
         assert [r.body_size for r in records[:5]] == [size] * 5
         assert records[5].body_size == 5000
-        assert [r.path for r in records] == ["/fax/v5"] * 5 + ["/"]
+        assert [r.path for r in records] == ["/fax/v5"] * 5 + ["/elsewhere"]
         assert records[0].header("Content-Type") == SOAP_HEADERS["Content-Type"]
         assert records[3].body == _report("J3")
         assert sum(len(r.body) for r in records) <= 2 * size + size // 2

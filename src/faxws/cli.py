@@ -121,6 +121,7 @@ class _Parser(argparse.ArgumentParser):
 
 PORT_PROBLEM = "must be a port number from 0 to 65535"
 SECONDS_PROBLEM = "must be a finite number of seconds > 0"
+COUNT_PROBLEM = "must be a whole number of at least 1"
 
 
 def _port(text: str) -> int:
@@ -130,6 +131,16 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(PORT_PROBLEM) from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(PORT_PROBLEM)
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(COUNT_PROBLEM) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(COUNT_PROBLEM)
     return value
 
 
@@ -290,6 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="answer a request not in the contract's exact form with a SOAP fault naming "
         "each difference (default: serve it and record the differences)",
+    )
+    serve.add_argument(
+        "--max-jobs",
+        type=_count,
+        default=100_000,
+        help="jobs kept; beyond them the oldest are forgotten (default 100000)",
+    )
+    serve.add_argument(
+        "--quiet", action="store_true", help="no line on standard error for each request"
     )
     serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
     serve.set_defaults(run=_cmd_serve)
@@ -585,7 +605,7 @@ def _safe_message(
         if name is None or not message.startswith(prefix):
             continue
         problem = message[len(prefix) :]
-        if problem in (PORT_PROBLEM, SECONDS_PROBLEM) or re.fullmatch(
+        if problem in (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM) or re.fullmatch(
             r"expected (one|at most one|at least one|\d+) arguments?", problem
         ):
             return message
@@ -887,11 +907,21 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
             port=args.port,
             token_lifetime=args.token_lifetime,
             strict=args.strict,
+            max_jobs=args.max_jobs,
         ).start()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         message = out.mask(f"cannot listen on {args.host}:{args.port}: {reason}")
         return out.fail(EXIT_USAGE, f"{out.prog}: {message}", _error("OSError", message))
+    if not args.quiet:
+        import logging
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        log = logging.getLogger("faxws.simulator")
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

@@ -228,5 +228,7 @@ class Faults:
                 if injection.operation is not None and injection.operation != operation:
                     continue
                 injection.remaining -= 1
+                if injection.remaining == 0:
+                    self._pending.remove(injection)  # so a lookup never grows with use
                 return injection.fault
         return None

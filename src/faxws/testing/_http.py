@@ -4,6 +4,7 @@ checks the contract and answers."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 import threading
@@ -16,6 +17,7 @@ from urllib.parse import parse_qs
 from lxml import etree
 
 from faxws._reader import ReadError, read_payload, soap_payload
+from faxws._redact import redact
 from faxws._request_reader import ENVELOPE, deviations
 from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
 from faxws._wire import envelope, fault_envelope
@@ -51,6 +53,7 @@ MAX_BODY = 512 * 1024 * 1024
 
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
+_log = logging.getLogger("faxws.simulator")
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
 # SOAP 1.1's media type, which standard clients send, and the contract's.
 _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
@@ -106,8 +109,25 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     error_content_type = "text/plain"
 
+    operation: str | None = None  # of the request being answered, for the log line
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        """Quiet: tests and the demo read the simulator's records instead."""
+        """Quiet: the log line is :meth:`log_request`'s, and tests read the records."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """One line per request on the ``faxws.simulator`` logger, at INFO: method, path
+        (without its query, which may hold the API token), operation, status, request id;
+        whatever the request holds that is a secret is masked."""
+        if not _log.isEnabledFor(logging.INFO):
+            return
+        headers = dict(self.headers) if self.headers is not None else {}
+        secrets = sorted(self.server.sim._state.secrets_of(headers), key=len, reverse=True)
+        path = (getattr(self, "path", "") or "").partition("?")[0]
+        line = (
+            f"{getattr(self, 'command', '-')} {path} {self.operation or '-'} {code} "
+            f"request_id={headers.get('x-ch-request-id', '-')}"
+        )
+        _log.info("%s", redact(line, secrets))
 
     if not TYPE_CHECKING:
         # BaseHTTPRequestHandler answers 501 to a method without a do_ handler (TRACE,
@@ -119,6 +139,7 @@ class Handler(BaseHTTPRequestHandler):
             raise AttributeError(name)
 
     def _handle(self) -> None:
+        self.operation = None
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
@@ -146,6 +167,7 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
                 ticket = self._record(path, None, arrived)
                 state.settle(ticket, fault=CloseBeforeRead.kind)
+                self.log_request("no answer: close_before_read")
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
@@ -158,13 +180,16 @@ class Handler(BaseHTTPRequestHandler):
                     received.root,
                 )
             ticket = self._record(path, received, arrived)
+            self.operation = received.operation
             if not received.complete:
+                self.log_request("no answer: the request ended early")
                 self.close_connection = True  # the client went away halfway
                 return
             fault = state.faults.take(received.operation, before_read=False)
             if fault is not None:
                 state.settle(ticket, fault=fault.kind)
             if isinstance(fault, CloseAfterRead):
+                self.log_request("no answer: close_after_read")
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return

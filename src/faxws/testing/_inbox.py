@@ -44,7 +44,9 @@ def is_inbox_path(path: str) -> bool:
 def handle(handler: Handler, path: str, token: str | None) -> None:
     """Answer one request for an inbox page."""
     if handler.command not in ("GET", "HEAD"):
-        _page(handler, 405, "Method not allowed", "<p>The inbox only shows pages.</p>", token)
+        handler.close_connection = True  # the body, if any, is not read
+        text = b"method not allowed: the inbox only shows pages\n"
+        handler.send(405, {"Content-Type": "text/plain", "Allow": "GET, HEAD"}, text)
         return
     sim = handler.server.sim
     if path == "/":

@@ -21,7 +21,7 @@ from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
 from faxws.testing._oauth import TOKEN_PATH
 from faxws.testing._records import ReceivedRequest, SimulatedJob
-from faxws.testing._state import State, forget_files
+from faxws.testing._state import MAX_JOBS, MAX_REQUESTS, State, forget_files
 
 __all__ = ["RETAINED_BODY_BYTES", "FaxWSSimulator"]
 
@@ -50,6 +50,8 @@ class FaxWSSimulator:
         api_token: what the inbox and the REST API require (``?token=`` or the
             ``X-FaxWS-Token`` header). By default none on a loopback address, and a random
             one (:attr:`api_token`) on any other.
+        max_requests, max_jobs: how many request records and jobs are kept (default
+            100,000 each); beyond them the oldest are forgotten, the jobs' documents too.
     """
 
     def __init__(
@@ -63,6 +65,8 @@ class FaxWSSimulator:
         retained_body_bytes: int = RETAINED_BODY_BYTES,
         strict: bool = False,
         api_token: str | None = None,
+        max_requests: int = MAX_REQUESTS,
+        max_jobs: int = MAX_JOBS,
     ) -> None:
         if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
             raise BadInputError("retained_body_bytes", "must be an int")
@@ -78,8 +82,14 @@ class FaxWSSimulator:
         if api_token is None and not is_loopback(host):
             api_token = secrets.token_urlsafe(18)
         self.api_token = api_token
+        for name, value in (("max_requests", max_requests), ("max_jobs", max_jobs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BadInputError(name, f"must be a whole number of at least 1, not {value!r}")
         self._state = State(
-            tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,), retained_body_bytes
+            tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,),
+            retained_body_bytes,
+            max_requests,
+            max_jobs,
         )
         self._host, self._port = host, port
         # Guards the connections and threads below (the state has its own lock).

@@ -22,19 +22,30 @@ from faxws.testing._documents import Document
 from faxws.testing._faults import Faults
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
 
-__all__ = ["DOCUMENT_MEMORY", "State", "forget_files"]
+__all__ = ["DOCUMENT_MEMORY", "MAX_JOBS", "MAX_REQUESTS", "State", "forget_files"]
 
 #: Small documents stay in memory while all of them together fit in this; beyond it, they go
 #: to disk too.
 DOCUMENT_MEMORY = 16 * 1024 * 1024
+#: Records kept by default: beyond these, the oldest requests and jobs are forgotten.
+MAX_REQUESTS = 100_000
+MAX_JOBS = 100_000
 
 
 class State:
     """The simulator's state, safe to use from every connection's thread."""
 
-    def __init__(self, accounts: tuple[Account, ...], retained_body_bytes: int) -> None:
+    def __init__(
+        self,
+        accounts: tuple[Account, ...],
+        retained_body_bytes: int,
+        max_requests: int = MAX_REQUESTS,
+        max_jobs: int = MAX_JOBS,
+    ) -> None:
         self.accounts = accounts
         self.retained_body_bytes = retained_body_bytes
+        self.max_requests = max_requests
+        self.max_jobs = max_jobs
         self.lock = threading.Lock()
         # Notified when a job is added, and at stop: the API's ?min= waits on it.
         self.changed = threading.Condition(self.lock)
@@ -49,20 +60,21 @@ class State:
         self.by_id: dict[str, SimulatedJob] = {}
         self.connections = 0
         self.token_requests = 0
-        self._retained: deque[int] = deque()  # indexes of requests that hold a body
+        self._retained: deque[int] = deque()  # numbers of the requests that hold a body
+        self._first = 0  # the number of requests[0]: older records were pruned
         self._retained_bytes = 0
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
-        self._forgotten = 0  # jobs forgotten by reset(): job numbers are never reused
+        self._last_id = 0  # job numbers are never reused, whatever was pruned or reset
         self._generation = 0  # of the records, counted up by reset()
 
     def reset(self) -> list[SimulatedJob]:
         """Forget requests, jobs, counters and pending faults; the jobs forgotten."""
         with self.lock:
             forgotten = self.jobs
-            self._forgotten += len(forgotten)
             self._generation += 1
             self.requests = []
+            self._first = 0
             self._retained = deque()
             self._retained_bytes = 0
             self.jobs = []
@@ -81,17 +93,25 @@ class State:
         """Keep ``request``; the ticket that :meth:`settle` takes to complete its record."""
         with self.lock:
             self.requests.append(request)
-            ticket = (self._generation, len(self.requests) - 1)
-            if not request.body:
-                return ticket
-            self._retained.append(len(self.requests) - 1)
-            self._retained_bytes += len(request.body)
-            while self._retained_bytes > self.retained_body_bytes:
-                index = self._retained.popleft()
-                old = self.requests[index]
-                self._retained_bytes -= len(old.body)
-                self.requests[index] = dataclasses.replace(old, body=b"", body_retained=False)
-            return ticket
+            number = self._first + len(self.requests) - 1
+            if request.body:
+                self._retained.append(number)
+                self._retained_bytes += len(request.body)
+                while self._retained_bytes > self.retained_body_bytes:
+                    self._drop_body(self._retained.popleft())
+            if len(self.requests) > self.max_requests + self.max_requests // 10:
+                cut = len(self.requests) - self.max_requests
+                while self._retained and self._retained[0] < self._first + cut:
+                    self._drop_body(self._retained.popleft())
+                del self.requests[:cut]
+                self._first += cut
+            return self._generation, number
+
+    def _drop_body(self, number: int) -> None:
+        index = number - self._first
+        old = self.requests[index]
+        self._retained_bytes -= len(old.body)
+        self.requests[index] = dataclasses.replace(old, body=b"", body_retained=False)
 
     def settle(
         self,
@@ -103,9 +123,10 @@ class State:
     ) -> None:
         """Add how a recorded request was answered (the values given), unless the record
         was forgotten in between."""
-        generation, index = ticket
+        generation, number = ticket
         with self.lock:
-            if generation != self._generation:
+            index = number - self._first
+            if generation != self._generation or index < 0:
                 return
             old = self.requests[index]
             self.requests[index] = dataclasses.replace(
@@ -225,15 +246,32 @@ class State:
                 recipients=request.recipients.item,
                 files=files,
                 deviations=deviations,
-                id=str(len(self.by_id) + 1 + self._forgotten),
+                id=str(self._last_id + 1),
                 received_at=received_at,
             )
+            self._last_id += 1
             self.jobs.append(job)
             self.by_id[job.id] = job
             for job_id in ids:
                 self.by_job_id[job_id] = job
+            pruned = self._prune_jobs()
             self.changed.notify_all()
+        forget_files(pruned)
         return job
+
+    def _prune_jobs(self) -> list[SimulatedJob]:
+        """Drop the oldest jobs beyond ``max_jobs`` (in batches: a list's front is costly to
+        drop one at a time). Under the lock; the caller removes their files."""
+        if len(self.jobs) <= self.max_jobs + self.max_jobs // 10:
+            return []
+        cut = len(self.jobs) - self.max_jobs
+        pruned, self.jobs = self.jobs[:cut], self.jobs[cut:]
+        for job in pruned:
+            del self.by_id[job.id]
+            for job_id in job.job_ids:
+                self.by_job_id.pop(job_id, None)
+            self._document_bytes -= sum(f.size for f in job.files if f.path is None)
+        return pruned
 
     def wait_for_jobs(self, count: int, timeout: float) -> list[SimulatedJob]:
         """The jobs, once there are at least ``count`` of them or ``timeout`` has passed."""
