@@ -303,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
         "each difference (default: serve it and record the differences)",
     )
     serve.add_argument(
+        "--db",
+        metavar="PATH",
+        help="keep jobs in this SQLite file and their documents beside it, across restarts",
+    )
+    serve.add_argument(
         "--max-jobs",
         type=_count,
         default=100_000,
@@ -876,6 +881,7 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
     import signal
     import threading
 
+    from faxws.errors import BadInputError
     from faxws.testing import DEMO_ACCOUNT, Account, FaxWSSimulator
 
     # The FAXWS_* variables are the client's settings, which users keep exported: they give
@@ -908,7 +914,11 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
             token_lifetime=args.token_lifetime,
             strict=args.strict,
             max_jobs=args.max_jobs,
+            db=args.db,
         ).start()
+    except BadInputError as exc:
+        message = out.mask(str(exc))
+        return out.fail(EXIT_USAGE, f"{out.prog}: {message}", _error("BadInputError", message))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         message = out.mask(f"cannot listen on {args.host}:{args.port}: {reason}")

@@ -4,9 +4,11 @@ at stop), what tests inspect, and what they control."""
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
 import socket
+import sqlite3
 import struct
 import tempfile
 import threading
@@ -17,6 +19,7 @@ from pathlib import Path
 from faxws._checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
+from faxws.testing._durable import JobStore
 from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
 from faxws.testing._oauth import TOKEN_PATH
@@ -52,6 +55,10 @@ class FaxWSSimulator:
             one (:attr:`api_token`) on any other.
         max_requests, max_jobs: how many request records and jobs are kept (default
             100,000 each); beyond them the oldest are forgotten, the jobs' documents too.
+        db: a SQLite file that keeps the jobs across restarts, with their documents in
+            files beside it (``PATH.files/``); a restart serves them again and numbers new
+            ones after them. Without it, jobs live in memory and documents in a temporary
+            directory removed at :meth:`stop`.
     """
 
     def __init__(
@@ -67,6 +74,7 @@ class FaxWSSimulator:
         api_token: str | None = None,
         max_requests: int = MAX_REQUESTS,
         max_jobs: int = MAX_JOBS,
+        db: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
             raise BadInputError("retained_body_bytes", "must be an int")
@@ -91,6 +99,9 @@ class FaxWSSimulator:
             max_requests,
             max_jobs,
         )
+        if db is not None and not isinstance(db, (str, os.PathLike)):
+            raise BadInputError("db", f"must be a path, not {type(db).__name__}")
+        self._db = None if db is None else Path(os.fspath(db)).expanduser()
         self._host, self._port = host, port
         # Guards the connections and threads below (the state has its own lock).
         self._lock = threading.Lock()
@@ -120,7 +131,16 @@ class FaxWSSimulator:
         server.sim = self
         self._stopping = threading.Event()
         self._state.stopping = False
-        self._spool = Path(tempfile.mkdtemp(prefix="faxws-simulator-"))
+        if self._db is None:
+            self._spool = Path(tempfile.mkdtemp(prefix="faxws-simulator-"))
+        else:
+            try:
+                store = JobStore(self._db)
+            except (OSError, sqlite3.Error) as exc:
+                server.server_close()
+                raise BadInputError("db", f"cannot be opened: {exc}") from None
+            self._state.open_store(store)
+            self._spool = store.spool
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -155,6 +175,7 @@ class FaxWSSimulator:
         spool, self._spool = self._spool, None
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
+        self._state.close_store()
         alive = [t for t in threads if t.is_alive()]
         if alive:
             raise RuntimeError(f"{len(alive)} simulator thread(s) did not stop")

@@ -15,10 +15,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from faxws.bindings import SendFax
 from faxws.testing._accounts import PUBLIC, Account, same
 from faxws.testing._documents import Document
+from faxws.testing._durable import JobStore
 from faxws.testing._faults import Faults
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
 
@@ -66,6 +68,7 @@ class State:
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
         self._last_id = 0  # job numbers are never reused, whatever was pruned or reset
+        self.store: JobStore | None = None
         self._generation = 0  # of the records, counted up by reset()
 
     def reset(self) -> list[SimulatedJob]:
@@ -84,6 +87,8 @@ class State:
             self.connections = 0
             self.token_requests = 0
             self._job_counter = 0
+            if self.store is not None:
+                self.store.clear(self._counters())
         self.faults.clear()
         return forgotten
 
@@ -211,9 +216,10 @@ class State:
         received_at: float = 0.0,
     ) -> SimulatedJob:
         # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
-        # overshoot it by a few small documents); the others go to disk.
+        # overshoot it by a few small documents); the others go to disk, and all of them do
+        # when the jobs are durable.
         with self.lock:
-            room = DOCUMENT_MEMORY - self._document_bytes
+            room = -1 if self.store is not None else DOCUMENT_MEMORY - self._document_bytes
         in_memory = []
         for document in documents:
             fits = document.path is None and document.size <= room
@@ -221,18 +227,21 @@ class State:
             in_memory.append(fits)
             if not fits:
                 document.to_file()
-        files = tuple(
-            ReceivedFile(
-                f.file_index,
-                f.file_type_id,
-                d.data if fits else None,
-                path=None if fits else d.path,
-                size=d.size,
-                sha256=d.sha256,
-            )
-            for f, d, fits in zip(request.fax_job_files.item, documents, in_memory, strict=True)
-        )
+        items = request.fax_job_files.item
         with self.lock:
+            number = str(self._last_id + 1)
+            files = tuple(
+                ReceivedFile(
+                    f.file_index,
+                    f.file_type_id,
+                    d.data if fits else None,
+                    path=None if fits else self._adopt(d, number, f.file_index),
+                    size=d.size,
+                    sha256=d.sha256,
+                )
+                for f, d, fits in zip(items, documents, in_memory, strict=True)
+            )
+            self._last_id += 1
             self._document_bytes += sum(f.size for f in files if f.path is None)
             ids = []
             for _ in request.recipients.item:
@@ -246,18 +255,46 @@ class State:
                 recipients=request.recipients.item,
                 files=files,
                 deviations=deviations,
-                id=str(self._last_id + 1),
+                id=number,
                 received_at=received_at,
             )
-            self._last_id += 1
             self.jobs.append(job)
             self.by_id[job.id] = job
             for job_id in ids:
                 self.by_job_id[job_id] = job
             pruned = self._prune_jobs()
+            if self.store is not None:
+                self.store.add(job, self._counters())
+                if pruned:
+                    self.store.remove(pruned)
             self.changed.notify_all()
         forget_files(pruned)
         return job
+
+    def _adopt(self, document: Document, number: str, index: int) -> Path | None:
+        if self.store is None or document.path is None:
+            return document.path
+        return self.store.adopt(document.path, number, index)
+
+    def _counters(self) -> dict[str, int]:
+        return {"last_id": self._last_id, "job_counter": self._job_counter}
+
+    def open_store(self, store: JobStore) -> None:
+        """Serve the jobs ``store`` kept, and keep new ones there."""
+        jobs, counters = store.load()
+        with self.lock:
+            self.store = store
+            self.jobs = jobs
+            self.by_id = {job.id: job for job in jobs}
+            self.by_job_id = {job_id: job for job in jobs for job_id in job.job_ids}
+            self._last_id = max(self._last_id, counters.get("last_id", 0))
+            self._job_counter = max(self._job_counter, counters.get("job_counter", 0))
+
+    def close_store(self) -> None:
+        with self.lock:
+            store, self.store = self.store, None
+        if store is not None:
+            store.close()
 
     def _prune_jobs(self) -> list[SimulatedJob]:
         """Drop the oldest jobs beyond ``max_jobs`` (in batches: a list's front is costly to
