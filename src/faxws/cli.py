@@ -121,6 +121,7 @@ class _Parser(argparse.ArgumentParser):
 
 PORT_PROBLEM = "must be a port number from 0 to 65535"
 SECONDS_PROBLEM = "must be a finite number of seconds > 0"
+COUNT_PROBLEM = "must be a whole number > 0"
 
 
 def _port(text: str) -> int:
@@ -142,6 +143,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(SECONDS_PROBLEM) from None
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(SECONDS_PROBLEM)
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(COUNT_PROBLEM) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(COUNT_PROBLEM)
     return value
 
 
@@ -293,12 +304,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="check SOAP documents against the FaxWS schema",
         description="Check SOAP envelopes or bare payloads against wsdl/FaxWS.xsd.",
         epilog="example:\n  faxws validate request.xml response.xml\n  cat req.xml | faxws "
-        "validate -\n\nexit codes: 0 all valid, 1 any invalid, 2 a file cannot be read\n",
+        "validate - --max-issues 10\n\nexit codes: 0 all valid, 1 any invalid, 2 a file cannot "
+        "be read\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="documents; - for stdin")
     validate.add_argument("--json", action="store_true", help="print JSON for machines")
+    validate.add_argument(
+        "--max-issues",
+        type=_count,
+        default=100,
+        metavar="N",
+        help="show at most N issues per file, and how many there were in all (default 100)",
+    )
     validate.set_defaults(run=_cmd_validate)
     return parser
 
@@ -579,7 +598,7 @@ def _safe_message(
         if name is None or not message.startswith(prefix):
             continue
         problem = message[len(prefix) :]
-        if problem in (PORT_PROBLEM, SECONDS_PROBLEM) or re.fullmatch(
+        if problem in (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM) or re.fullmatch(
             r"expected (one|at most one|at least one|\d+) arguments?", problem
         ):
             return message
@@ -937,4 +956,10 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
 def _cmd_validate(args: argparse.Namespace, out: _Outcome) -> int:
     from faxws.validation import validate_documents
 
-    return validate_documents(args.files, as_json=args.json, out=sys.stdout, err=sys.stderr)
+    return validate_documents(
+        args.files,
+        as_json=args.json,
+        max_issues=args.max_issues,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
