@@ -432,18 +432,22 @@ def test_deep_nesting_is_an_issue_not_a_crash() -> None:
 
 
 def test_schema_is_compiled_once_and_shared_between_threads() -> None:
+    """Each thread gets its own document's issues: a different value in every invalid one,
+    and many issues in some, so that errors handed to the wrong thread would show."""
     assert default_validator() is default_validator()
-    good, bad = report_doc(), report_doc("x")
 
-    expected_bad = validate(bad)
-    assert len(expected_bad) == 1
+    def doc(n: int) -> bytes | str:
+        if n % 2:
+            return report_doc()
+        return files_doc(n % 7 * 20 + 1, index=f"x{n}") if n % 4 else report_doc(f"x{n}")
 
-    def check(n: int) -> list[ValidationIssue]:
-        return validate(good if n % 2 else bad)
+    expected = [validate(doc(n)) for n in range(400)]
+    assert all(expected[n] == [] for n in range(1, 400, 2))
+    assert all(f"'x{n}'" in expected[n][0].message for n in range(0, 400, 2))
 
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(check, range(400)))
-    assert results == [[] if n % 2 else expected_bad for n in range(400)]
+        results = list(pool.map(lambda n: validate(doc(n)), range(400)))
+    assert results == expected
 
 
 # -- the client checks its own requests --------------------------------------------------------
