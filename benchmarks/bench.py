@@ -45,6 +45,12 @@ REPORT_RESPONSE = (
     "</soap:Body></soap:Envelope>"
 ).encode()
 
+#: Tokens living 2 s: below ClientCredentials' default leeway of 30 s.
+TOKEN_LIFETIME = 2
+TOKEN_RESPONSE = json.dumps(
+    {"access_token": "bench-token", "token_type": "Bearer", "expires_in": TOKEN_LIFETIME}
+).encode()
+
 
 # -- the sink server (its own process) ----------------------------------------------------------
 
@@ -66,6 +72,13 @@ class _Sink(BaseHTTPRequestHandler):
             if len(head) < 2048:
                 head += chunk[:2048]
             remaining -= len(chunk)
+        if self.path == "/token":  # a token endpoint issuing short-lived tokens
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(TOKEN_RESPONSE)))
+            self.end_headers()
+            self.wfile.write(TOKEN_RESPONSE)
+            return
         body = REPORT_RESPONSE if b"GetFaxBroadcastReport" in head else SEND_RESPONSE
         self.send_response(200)
         self.send_header("Content-Type", "text/xml; charset=utf-8")
@@ -346,6 +359,78 @@ def throughput(url: str, calls: int, rounds: int, threads: int = 8) -> dict[str,
     return {"faxws": max(faxws_rates), "floor": max(floor_rates)}
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    return {
+        "min": min(values),
+        "median": statistics.median(values),
+        "max": max(values),
+    }
+
+
+def token_throughput(url: str, calls: int, rounds: int, threads: int = 8) -> dict[str, Any]:
+    """Calls per second with a ClientCredentials provider whose tokens live TOKEN_LIFETIME
+    seconds, against the same client with a fixed token; rounds alternate, and each round's
+    ratio counts."""
+    from faxws import FaxClient
+    from faxws.oauth import ClientCredentials
+
+    provider = ClientCredentials(f"{url}/token", "bench-client", "bench-secret")
+    with_provider = FaxClient(url, user_id=USER, token=provider, max_connections=threads)
+    same_token = json.loads(TOKEN_RESPONSE)["access_token"]
+    fixed = FaxClient(url, user_id=USER, token=same_token, max_connections=threads)
+
+    def run(client: Any) -> float:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda _: client.get_fax_broadcast_report("J1"), range(threads * 4)))
+            started = time.perf_counter()
+            list(pool.map(lambda _: client.get_fax_broadcast_report("J1"), range(calls)))
+            return calls / (time.perf_counter() - started)
+
+    provider_rates, fixed_rates, ratios = [], [], []
+    for _ in range(rounds):
+        provider_rates.append(run(with_provider))
+        fixed_rates.append(run(fixed))
+        ratios.append(provider_rates[-1] / fixed_rates[-1])
+    return {
+        "provider": spread(provider_rates),
+        "fixed": spread(fixed_rates),
+        "ratio": spread(ratios),
+        "token_fetches": provider.fetches,
+    }
+
+
+# -- validation with many issues ----------------------------------------------------------------
+
+
+def files_document(n: int, index: str) -> bytes:
+    """A SendFax with n files, one per line; FileIndex ``x`` makes each one an issue."""
+    item = f"<item><FileIndex>{index}</FileIndex><FileTypeId>101</FileTypeId><FileData>JVBERg=="
+    return (
+        '<SendFax xmlns="urn:FaxWS"><UserID>u</UserID><strPIN>1</strPIN><Recipients><item>'
+        "<RecipFaxNumber>1</RecipFaxNumber><RecipCompany/><RecipTitle/><RecipName/>"
+        "<RecipSecureCSID/></item></Recipients>\n<FaxJobFiles>\n"
+        + f"{item}</FileData></item>\n" * n
+        + "</FaxJobFiles></SendFax>"
+    ).encode()
+
+
+def many_issues(n: int, rounds: int) -> dict[str, Any]:
+    """Seconds to validate a document with n issues, and a valid one of the same size."""
+    from faxws import validate
+
+    invalid, valid = files_document(n, "x"), files_document(n, "1")
+    assert validate(valid) == []
+    found = len(validate(invalid))  # also compiles the schema before timing
+    assert found == n, found
+    times: dict[str, list[float]] = {"invalid": [], "valid": []}
+    for _ in range(rounds):
+        for name, doc in (("invalid", invalid), ("valid", valid)):
+            started = time.perf_counter()
+            validate(doc)
+            times[name].append(time.perf_counter() - started)
+    return {"issues": n, "invalid": spread(times["invalid"]), "valid": spread(times["valid"])}
+
+
 # -- start-up and construction ------------------------------------------------------------------
 
 
@@ -450,13 +535,16 @@ def main() -> int:
     calls, rounds = (20, 1) if args.smoke else (200, 5)
     rate_calls = 100 if args.smoke else 2000
     runs = 2 if args.smoke else 11
+    issues, issue_rounds = (250, 3) if args.smoke else (8000, 5)
     started = time.perf_counter()
     with SinkProcess() as url:
         large = large_document(url, size)
         cpu = per_call(url, calls, rounds)
         rates = throughput(url, rate_calls, rounds)
+        tokens = token_throughput(url, rate_calls, rounds)
     boot = startup(runs)
     build = construction()
+    checked = many_issues(issues, issue_rounds)
 
     f, fl, z = large["faxws"], large["floor"], large["zeep"]
     rows = [
@@ -528,6 +616,17 @@ def main() -> int:
             rate >= 0.7,
         )
     )
+    t = tokens["ratio"]
+    rows.append(
+        Row(
+            f"throughput, 8 threads: tokens living {TOKEN_LIFETIME} s vs a fixed token",
+            f"{tokens['provider']['median']:.0f}/s (ratio {t['min']:.2f}-{t['max']:.2f}x)",
+            f"fixed {tokens['fixed']['median']:.0f}/s",
+            t["median"],
+            ">= 0.9x",
+            t["median"] >= 0.9,
+        )
+    )
     zeep_boot = boot["import_zeep"]
     for key, label in (
         ("import_faxws", "import faxws"),
@@ -554,6 +653,17 @@ def main() -> int:
             build["later"] < 0.001,
         )
     )
+    bad, good = checked["invalid"], checked["valid"]
+    rows.append(
+        Row(
+            f"validation: {issues:,} issues vs a valid document of the same size",
+            f"{bad['median']:.3f} s ({bad['min']:.3f}-{bad['max']:.3f})",
+            f"valid {ms(good['median'])}",
+            bad["median"] / good["median"],
+            "< 0.5 s",
+            bad["median"] < 0.5,
+        )
+    )
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -568,6 +678,8 @@ def main() -> int:
                     "large": large,
                     "cpu": cpu,
                     "throughput": rates,
+                    "token_throughput": tokens,
+                    "many_issues": checked,
                     "startup": boot,
                     "construction": build,
                     "rows": [r.__dict__ for r in rows],

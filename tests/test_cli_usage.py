@@ -111,6 +111,7 @@ MISUSES = [
     ["serve", "--pin", M],  # no --user-id
     ["validate", "--pin", M, "x.xml"],
     ["validate", f"--token={M}", "x.xml"],
+    ["validate", "--max-issues", M, "x.xml"],
 ]
 
 

@@ -121,7 +121,7 @@ class _Parser(argparse.ArgumentParser):
 
 PORT_PROBLEM = "must be a port number from 0 to 65535"
 SECONDS_PROBLEM = "must be a finite number of seconds > 0"
-COUNT_PROBLEM = "must be a whole number of at least 1"
+COUNT_PROBLEM = "must be a whole number > 0"
 
 
 def _port(text: str) -> int:
@@ -324,12 +324,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="check SOAP documents against the FaxWS schema",
         description="Check SOAP envelopes or bare payloads against wsdl/FaxWS.xsd.",
         epilog="example:\n  faxws validate request.xml response.xml\n  cat req.xml | faxws "
-        "validate -\n\nexit codes: 0 all valid, 1 any invalid, 2 a file cannot be read\n",
+        "validate - --max-issues 10\n\nexit codes: 0 all valid, 1 any invalid, 2 a file cannot "
+        "be read\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="documents; - for stdin")
     validate.add_argument("--json", action="store_true", help="print JSON for machines")
+    validate.add_argument(
+        "--max-issues",
+        type=_count,
+        default=100,
+        metavar="N",
+        help="show at most N issues per file, and how many there were in all (default 100)",
+    )
     validate.set_defaults(run=_cmd_validate)
     return parser
 
@@ -1002,4 +1010,10 @@ def _inbox_url(sim: Any) -> str:
 def _cmd_validate(args: argparse.Namespace, out: _Outcome) -> int:
     from faxws.validation import validate_documents
 
-    return validate_documents(args.files, as_json=args.json, out=sys.stdout, err=sys.stderr)
+    return validate_documents(
+        args.files,
+        as_json=args.json,
+        max_issues=args.max_issues,
+        out=sys.stdout,
+        err=sys.stderr,
+    )

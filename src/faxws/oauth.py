@@ -8,8 +8,11 @@ token after the client reports an HTTP 401 (through :meth:`ClientCredentials.inv
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import requests
@@ -29,6 +32,7 @@ from faxws.errors import (
     AuthenticationError,
     BadInputError,
     ConnectError,
+    FaxWSError,
     ProtocolError,
     RequestTimeoutError,
 )
@@ -41,17 +45,41 @@ DEFAULT_SCOPE = "FaxWS offline_access"
 MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 
+class _Token(NamedTuple):
+    value: str
+    expires_at: float
+    """When the token stops being valid (the provider's clock)."""
+    renew_at: float
+    """From when a caller fetches the next one."""
+
+
+class _Flight:
+    """One token fetch in progress, and its outcome for the callers waiting for it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.token: _Token | None = None
+        self.error: FaxWSError | None = None
+
+
 class ClientCredentials:
     """Fetches, caches and refreshes access tokens with the client credentials grant.
 
-    Thread-safe: concurrent callers share one fetch. The secret and the tokens never appear
-    in ``repr``, logs or error messages.
+    Thread-safe without making callers wait for each other: a cached token is read without a
+    lock; when it is due for renewal one caller fetches the next while the others go on
+    using it until it really expires; callers without a usable token wait for that one fetch
+    (and share its failure) instead of fetching one each. The secret and the tokens never
+    appear in ``repr``, logs or error messages.
 
     Args:
         token_url: the token endpoint (https, or http to a loopback host).
         client_id, client_secret: the client's credentials (sent in the form body).
         scope: the scope asked for; default ``"FaxWS offline_access"``.
-        leeway: seconds before expiry at which a cached token is renewed.
+        leeway: seconds before expiry at which a cached token is renewed. A token whose
+            lifetime is shorter than twice the leeway is renewed halfway through its life
+            instead: with a fixed leeway, a token living 30 s or less would be renewed as
+            soon as it arrived, so every call would fetch one. Half keeps a margin that
+            grows with the lifetime and still reuses each token for half of it.
         timeout: seconds, or (connect, read) seconds, for the token request.
     """
 
@@ -98,9 +126,15 @@ class ClientCredentials:
         self._session.mount("https://", adapter)
         self._session.trust_env = False
         self._session.verify = check_verify("verify", verify)
+        # Held only to look at or replace the cached token and the fetch in progress; never
+        # while fetching.
         self._lock = threading.Lock()
-        self._token: str | None = None
-        self._expires_at = 0.0
+        self._token: _Token | None = None  # replaced whole, so one read sees a consistent one
+        self._flight: _Flight | None = None
+        # The token last handed to each thread: after a 401 the client invalidates from the
+        # thread that sent it, and only that token may be forgotten (see invalidate).
+        self._handed = threading.local()
+        self._clock: Callable[[], float] = time.monotonic
         self.fetches = 0
         """How many tokens were fetched (for monitoring and tests)."""
 
@@ -111,20 +145,72 @@ class ClientCredentials:
         )
 
     def __call__(self) -> str:
-        with self._lock:
-            if self._token is None or time.monotonic() >= self._expires_at - self._leeway:
-                self._token, self._expires_at = self._fetch()
-            return self._token
+        token = self._token
+        if token is not None and self._clock() < token.renew_at:
+            return self._hand(token)
+        return self._renew()
 
     def invalidate(self) -> None:
-        """Forget the cached token: the next call fetches a new one."""
+        """Forget the cached token, which the service refused (HTTP 401): the next call
+        fetches a new one.
+
+        The token forgotten is the one last handed to the calling thread, the one its
+        request carried; if another thread has replaced it already, the new token is kept,
+        so that concurrent 401s for one token lead to one fetch. From a thread that was
+        never handed a token, whatever token is cached is forgotten.
+        """
+        refused = getattr(self._handed, "value", None)
         with self._lock:
-            self._token = None
+            if self._token is not None and refused in (None, self._token.value):
+                self._token = None
+
+    def _hand(self, token: _Token) -> str:
+        self._handed.value = token.value
+        return token.value
+
+    def _renew(self) -> str:
+        while True:
+            with self._lock:
+                now = self._clock()
+                token = self._token
+                if token is not None and now < token.renew_at:
+                    return self._hand(token)  # another caller renewed it meanwhile
+                flight = self._flight
+                if flight is None:
+                    flight = self._flight = _Flight()
+                    break  # this caller fetches
+            if token is not None and now < token.expires_at:
+                return self._hand(token)  # still valid while another caller fetches
+            flight.done.wait()
+            if flight.token is not None:
+                return self._hand(flight.token)
+            if flight.error is not None:
+                raise _copy_error(flight.error)
+            # That fetch ended without an answer (interrupted): try again.
+        try:
+            new = self._fetch()
+        except BaseException as exc:
+            if isinstance(exc, FaxWSError):
+                # A copy for each waiting caller: the client writes its call's request id
+                # into the error it raises.
+                flight.error = _copy_error(exc)
+            self._land(flight, None)
+            raise
+        self._land(flight, new)
+        return self._hand(new)
+
+    def _land(self, flight: _Flight, token: _Token | None) -> None:
+        with self._lock:
+            if token is not None:
+                self._token = token
+            self._flight = None
+        flight.token = token
+        flight.done.set()
 
     def close(self) -> None:
         self._session.close()
 
-    def _fetch(self) -> tuple[str, float]:
+    def _fetch(self) -> _Token:
         form = {
             "grant_type": "client_credentials",
             "client_id": self._client_id,
@@ -132,7 +218,7 @@ class ClientCredentials:
         }
         if self._scope:
             form["scope"] = self._scope
-        started = time.monotonic()
+        started = self._clock()
         # No fax request has been written while a token is fetched: whatever fails here,
         # the call it serves was not delivered (maybe_delivered stays False).
         try:
@@ -186,10 +272,31 @@ class ClientCredentials:
             check_header_token("access_token", token)
         except BadInputError:
             raise ProtocolError("the token endpoint returned a malformed access_token") from None
-        expires_in = data.get("expires_in", 3600)
-        if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
-            expires_in = 0  # unknown lifetime: use it once, ask again next time
-        return token, started + float(expires_in)
+        lifetime = _lifetime(data.get("expires_in", 3600))
+        expires_at = started + lifetime
+        return _Token(token, expires_at, expires_at - min(self._leeway, lifetime / 2))
+
+
+def _lifetime(expires_in: object) -> float:
+    """Seconds from ``expires_in``; 0 (use the token once, ask again next time) when it is
+    not a finite number of seconds >= 0."""
+    if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
+        return 0.0
+    try:
+        seconds = float(expires_in)
+    except OverflowError:  # an int too large for a float
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
+
+
+def _copy_error(error: FaxWSError) -> FaxWSError:
+    """A new exception equal to ``error``, for one more caller to raise as its own."""
+    copy = type(error).__new__(type(error))
+    copy.__dict__.update(error.__dict__)
+    copy.args = error.args
+    copy.__cause__ = error.__cause__
+    copy.__suppress_context__ = error.__suppress_context__
+    return copy
 
 
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:

@@ -9,8 +9,8 @@ payload element) or a bare payload element; any request or response element of t
 Hostile documents (a DTD, entities, external references, non-XML) give an issue; nothing is
 ever fetched or expanded, and the parser's size and depth limits stay on.
 
-The schema is compiled once per process and shared between threads without a lock for the
-verdict; the errors of an invalid document are read under a lock (see ``schema_issues``).
+The schema is compiled once per process; a thread validating while others do uses a compiled
+copy of its own (see ``Validator._validate``), so no validation waits for another.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
@@ -31,7 +31,7 @@ from faxws._soap import SOAP11_NS, SOAP12_NS
 from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
 
-__all__ = ["ValidationIssue", "Validator", "validate", "validate_or_raise"]
+__all__ = ["ValidationIssue", "ValidationIssues", "Validator", "validate", "validate_or_raise"]
 
 
 Document = bytes | str | os.PathLike[str] | etree._Element
@@ -49,6 +49,31 @@ class ValidationIssue:
 
     def __str__(self) -> str:
         return f"{self.line}: {self.path}: {self.message}"
+
+
+class ValidationIssues(list[ValidationIssue]):
+    """The issues of a document, in the order libxml2 found them, and how many there were:
+    ``total`` is larger than ``len(issues)`` when ``max_issues`` left some out."""
+
+    total: int
+    """How many issues the document has, also those not in the list."""
+
+    def __init__(self, issues: Iterable[ValidationIssue] = (), total: int | None = None) -> None:
+        super().__init__(issues)
+        self.total = len(self) if total is None else total
+
+    @property
+    def truncated(self) -> bool:
+        """True when ``max_issues`` left issues out."""
+        return self.total > len(self)
+
+
+def _check_max_issues(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadInputError("max_issues", "must be a whole number > 0, or None for every issue")
+    return value
 
 
 XS_NS = "http://www.w3.org/2001/XMLSchema"
@@ -74,83 +99,120 @@ class Validator:
             str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
         )
         self._doc = doc
-        self._schema = etree.XMLSchema(doc)
-        self._reporter: etree.XMLSchema | None = None
-        self._lock = threading.Lock()
+        # Compiled copies not in use at the moment (see _validate); the first is compiled
+        # here, so that a schema that does not compile fails now.
+        self._idle = [etree.XMLSchema(doc)]
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Validator:
         p = Path(path)
         return cls(p.read_bytes(), base_url=p.resolve().as_uri())
 
-    def validate(self, document: Document) -> list[ValidationIssue]:
+    def validate(self, document: Document, *, max_issues: int | None = None) -> ValidationIssues:
         """See :func:`validate`."""
+        limit = _check_max_issues(max_issues)
         root, issues = _load(document)
         if root is None:
-            return issues
-        return self._check(root)
+            return ValidationIssues(issues)
+        return self._check(root, limit)
 
-    def validate_or_raise(self, document: Document) -> None:
+    def validate_or_raise(self, document: Document, *, max_issues: int | None = None) -> None:
         """See :func:`validate_or_raise`."""
-        _raise_issues(self.validate(document))
+        _raise_issues(self.validate(document, max_issues=max_issues))
 
-    def schema_issues(self, payload: etree._Element) -> list[ValidationIssue]:
-        """Check one payload element (and what it holds) against the schema alone."""
-        # The verdict is safe to get without a lock: each validation runs in its own libxml2
-        # context. The error log is not: lxml keeps it on the schema object and clears it on
-        # every call. So a second compiled copy, used only under the lock and only for the
-        # rare invalid document, reads the errors, and valid documents never wait.
-        if self._schema.validate(payload):
-            return []
-        with self._lock:
-            if self._reporter is None:
-                self._reporter = etree.XMLSchema(self._doc)
-            self._reporter.validate(payload)
-            errors: list[etree._LogEntry] = list(self._reporter.error_log)  # type: ignore[call-overload]
-        issues = []
-        for error in errors:
-            node = _resolve(payload, error.path or "")
-            path = element_path(node if node is not None else payload, payload)
+    def schema_issues(
+        self, payload: etree._Element, *, max_issues: int | None = None
+    ) -> ValidationIssues:
+        """Check one payload element (and what it holds) against the schema alone.
+
+        ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
+        """
+        limit = _check_max_issues(max_issues)
+        errors = self._validate(payload)
+        if not errors:
+            return ValidationIssues()
+        tree = _Tree(payload)
+        readable: dict[str, str] = {}  # the same few messages come back for many elements
+        issues = ValidationIssues(total=len(errors))
+        for error in errors[:limit]:
+            node = tree.resolve(error.path or "")
+            message = readable.get(error.message)
+            if message is None:
+                message = readable[error.message] = _readable(error.message, self.namespace)
             issues.append(
-                ValidationIssue(error.line, path, _readable(error.message, self.namespace))
+                ValidationIssue(
+                    error.line, tree.path(node if node is not None else payload), message
+                )
             )
         return issues
 
-    def _check(self, root: etree._Element) -> list[ValidationIssue]:
+    def _validate(self, payload: etree._Element) -> list[etree._LogEntry]:
+        """libxml2's errors for ``payload``, in the order it found them (none when valid).
+
+        Each validation runs in its own libxml2 context, but lxml keeps the error log on the
+        schema object and clears it on every call: a copy used by two threads at once could
+        hand one thread the other's errors. So each call takes a compiled copy no other
+        thread is using (compiling one takes a fraction of a millisecond, and it is kept for
+        the next call): nothing waits, and an invalid document is validated once, not a
+        second time under a lock to read its errors.
+        """
+        try:
+            schema = self._idle.pop()  # list.pop and list.append are atomic
+        except IndexError:
+            schema = etree.XMLSchema(self._doc)
+        try:
+            if schema.validate(payload):
+                return []
+            errors: list[etree._LogEntry] = list(schema.error_log)  # type: ignore[call-overload]
+            return errors
+        finally:
+            self._idle.append(schema)
+
+    def _check(self, root: etree._Element, max_issues: int | None = None) -> ValidationIssues:
         qname = etree.QName(root)
         if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
-            return [
-                ValidationIssue(
-                    _line(root), "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1"
-                )
-            ]
+            return ValidationIssues(
+                [
+                    ValidationIssue(
+                        _line(root), "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1"
+                    )
+                ]
+            )
         if qname.namespace == SOAP11_NS and qname.localname == "Envelope":
             payload, issues = _envelope_payload(root)
             if payload is None:
-                return issues
+                return ValidationIssues(issues)
             root = payload
-        return self._check_payload(root)
+        return self._check_payload(root, max_issues)
 
-    def _check_payload(self, payload: etree._Element) -> list[ValidationIssue]:
+    def _check_payload(
+        self, payload: etree._Element, max_issues: int | None = None
+    ) -> ValidationIssues:
         qname = etree.QName(payload)
         line = _line(payload)
         if qname.localname not in self.elements:
             known = ", ".join(sorted(self.elements))
-            return [
-                ValidationIssue(
-                    line, f"/{qname.localname}", f"unknown root element; expected one of {known}"
-                )
-            ]
+            return ValidationIssues(
+                [
+                    ValidationIssue(
+                        line,
+                        f"/{qname.localname}",
+                        f"unknown root element; expected one of {known}",
+                    )
+                ]
+            )
         if qname.namespace != self.namespace:
             where = f"namespace {qname.namespace!r}" if qname.namespace else "no namespace"
-            return [
-                ValidationIssue(
-                    line,
-                    f"/{qname.localname}",
-                    f"{qname.localname} is in {where}, not {self.namespace!r}",
-                )
-            ]
-        return self.schema_issues(payload)
+            return ValidationIssues(
+                [
+                    ValidationIssue(
+                        line,
+                        f"/{qname.localname}",
+                        f"{qname.localname} is in {where}, not {self.namespace!r}",
+                    )
+                ]
+            )
+        return self.schema_issues(payload, max_issues=max_issues)
 
 
 _default: Validator | None = None
@@ -167,9 +229,9 @@ def default_validator() -> Validator:
     return _default
 
 
-def schema_issues(payload: etree._Element) -> list[ValidationIssue]:
+def schema_issues(payload: etree._Element, *, max_issues: int | None = None) -> ValidationIssues:
     """Check one payload element against the shipped schema."""
-    return default_validator().schema_issues(payload)
+    return default_validator().schema_issues(payload, max_issues=max_issues)
 
 
 # -- paths and messages -----------------------------------------------------------------------
@@ -178,43 +240,92 @@ def schema_issues(payload: etree._Element) -> list[ValidationIssue]:
 def element_path(element: etree._Element, root: etree._Element | None = None) -> str:
     """``/SendFax/Recipients/item[2]/RecipFaxNumber``: local names from ``root`` down, with a
     position where an element has same-named siblings."""
-    steps: list[str] = []
-    node: etree._Element | None = element
-    while node is not None:
-        name = etree.QName(node).localname
-        parent = node.getparent()
-        if parent is not None and node is not root:
-            same = [c for c in parent if c.tag == node.tag]
-            if len(same) > 1:
-                name += f"[{same.index(node) + 1}]"
-        steps.append(name)
-        if node is root:
-            break
-        node = parent
-    return "/" + "/".join(reversed(steps))
+    return _Tree(root).path(element)
 
 
 _STEP = re.compile(r"^(?:(?P<prefix>[^:\[\]]+):)?(?P<name>[^:\[\]]+)(?:\[(?P<pos>\d+)\])?$")
 
 
-def _resolve(root: etree._Element, path: str) -> etree._Element | None:
-    """Find the node of a libxml2 error path (``/*/*[3]/f:item[2]``) below ``root``."""
-    steps = [s for s in path.split("/") if s]
-    if not steps:
-        return None
-    node = root
-    for step in steps[1:]:
-        m = _STEP.match(step)
-        if m is None:
+class _Tree:
+    """Children, sibling positions and paths below ``root``, each worked out once per parent
+    (or element) and kept: the paths of N errors among many siblings then cost
+    O(document + N), where scanning the siblings again for every error cost O(N x siblings).
+    One object serves one document, while it is not changed."""
+
+    def __init__(self, root: etree._Element | None) -> None:
+        self.root = root
+        self._children: dict[etree._Element, list[etree._Element]] = {}
+        self._named: dict[etree._Element, dict[str, list[etree._Element]]] = {}
+        # An element's position among the siblings with its tag; per parent, how many of
+        # each tag it holds.
+        self._index: dict[etree._Element, int] = {}
+        self._counts: dict[etree._Element, dict[object, int]] = {}
+        self._paths: dict[etree._Element, str] = {}
+
+    def children(self, node: etree._Element) -> list[etree._Element]:
+        found = self._children.get(node)
+        if found is None:
+            found = self._children[node] = [c for c in node if isinstance(c.tag, str)]
+        return found
+
+    def named(self, node: etree._Element, localname: str) -> list[etree._Element]:
+        table = self._named.get(node)
+        if table is None:
+            table = self._named[node] = {}
+            for child in self.children(node):
+                table.setdefault(etree.QName(child).localname, []).append(child)
+        return table.get(localname, [])
+
+    def resolve(self, path: str) -> etree._Element | None:
+        """The node of a libxml2 error path (``/*/*[3]/f:item[2]``) below the root."""
+        steps = [s for s in path.split("/") if s]
+        if not steps or self.root is None:
             return None
-        children = [c for c in node if isinstance(c.tag, str)]
-        if m.group("name") != "*":
-            children = [c for c in children if etree.QName(c).localname == m.group("name")]
-        pos = int(m.group("pos") or 1)
-        if pos > len(children):
-            return None
-        node = children[pos - 1]
-    return node
+        node = self.root
+        for step in steps[1:]:
+            m = _STEP.match(step)
+            if m is None:
+                return None
+            name = m.group("name")
+            children = self.children(node) if name == "*" else self.named(node, name)
+            pos = int(m.group("pos") or 1)
+            if pos > len(children):
+                return None
+            node = children[pos - 1]
+        return node
+
+    def path(self, element: etree._Element) -> str:
+        """See :func:`element_path`; the paths of the ancestors are kept for the next call."""
+        chain: list[etree._Element] = []
+        prefix = ""
+        node: etree._Element | None = element
+        while node is not None:
+            known = self._paths.get(node)
+            if known is not None:
+                prefix = known
+                break
+            chain.append(node)
+            if node is self.root:
+                break
+            node = node.getparent()
+        for node in reversed(chain):
+            prefix += "/" + self._step(node)
+            self._paths[node] = prefix
+        return prefix
+
+    def _step(self, node: etree._Element) -> str:
+        name: str = etree.QName(node).localname
+        parent = node.getparent()
+        if parent is None or node is self.root:
+            return name
+        index = self._index.get(node)
+        if index is None:
+            counts: dict[object, int] = {}
+            for child in parent:
+                counts[child.tag] = self._index[child] = counts.get(child.tag, 0) + 1
+            self._counts[parent] = counts
+            index = self._index[node]
+        return f"{name}[{index}]" if self._counts[parent][node.tag] > 1 else name
 
 
 _REWRITES = [
@@ -331,18 +442,23 @@ def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIss
     )
 
 
-def validate(document: Document) -> list[ValidationIssue]:
+def validate(document: Document, *, max_issues: int | None = None) -> ValidationIssues:
     """The problems of ``document`` against the shipped schema (empty when valid).
 
     ``document`` is bytes, XML text (a ``str`` starting with ``<``), a path (``str`` or
     ``os.PathLike``), or an lxml element. A path that cannot be read raises ``OSError``.
+
+    ``max_issues`` keeps only the first issues, in document order (``None``, the default:
+    all of them); the result's ``total`` still counts every issue, and ``truncated`` says
+    whether some were left out. A whole number > 0, or ``BadInputError`` names it.
     """
-    return default_validator().validate(document)
+    return default_validator().validate(document, max_issues=max_issues)
 
 
-def validate_or_raise(document: Document) -> None:
-    """Raise :class:`~faxws.errors.BadInputError` carrying every issue, when there are any."""
-    default_validator().validate_or_raise(document)
+def validate_or_raise(document: Document, *, max_issues: int | None = None) -> None:
+    """Raise :class:`~faxws.errors.BadInputError` carrying every issue (or the first
+    ``max_issues``), when there are any."""
+    default_validator().validate_or_raise(document, max_issues=max_issues)
 
 
 def check_request(skeleton: bytes, request_id: str) -> None:
@@ -357,9 +473,18 @@ def check_request(skeleton: bytes, request_id: str) -> None:
 
 
 def validate_documents(
-    names: Sequence[str], *, as_json: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+    names: Sequence[str],
+    *,
+    as_json: bool,
+    max_issues: int | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
 ) -> int:
-    """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read."""
+    """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read.
+
+    At most ``max_issues`` issues per file are shown; when some are left out, a last line
+    (``"total_issues"`` and ``"truncated"`` in JSON) says how many there were.
+    """
     import json  # only this command needs it; kept off the import path
 
     results: list[dict[str, object]] = []
@@ -372,12 +497,25 @@ def validate_documents(
             print(f"{name}: cannot read: {exc.strerror or exc}", file=err)
             results.append({"file": name, "error": f"cannot read: {exc.strerror or exc}"})
             continue
-        issues = validate(data)
+        issues = validate(data, max_issues=max_issues)
         invalid = invalid or bool(issues)
-        results.append({"file": name, "valid": not issues, "issues": [asdict(i) for i in issues]})
+        results.append(
+            {
+                "file": name,
+                "valid": not issues,
+                "issues": [asdict(i) for i in issues],
+                "total_issues": issues.total,
+                "truncated": issues.truncated,
+            }
+        )
         if not as_json:
             for issue in issues:
                 print(f"{name}:{issue.line}: {issue.path}: {issue.message}", file=out)
+            if issues.truncated:
+                print(
+                    f"{name}: {issues.total} issues, the first {len(issues)} shown (--max-issues)",
+                    file=out,
+                )
             if not issues:
                 print(f"{name}: valid", file=out)
     if as_json:

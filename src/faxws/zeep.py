@@ -245,7 +245,11 @@ class FaxWSTransport(zeep.Transport):
                 raise_for_ws_error(answer_payload, rid, raw.status, redact)
             # zeep turns values it cannot read into None and logs them (and whatever the
             # server wrote there) at ERROR: the answer must be valid for zeep to see it.
-            issues = [] if self.validator is None else self.validator.schema_issues(answer_payload)
+            issues = (
+                []
+                if self.validator is None
+                else self.validator.schema_issues(answer_payload, max_issues=1)
+            )
             if issues:
                 raise ProtocolError(
                     f"the answer is not valid against the WSDL's schema: "
