@@ -96,13 +96,19 @@ class Received:
         self.documents: list[Document] = []
         #: How the request differs from the contract's exact form (see ``deviations``).
         self.deviations: tuple[str, ...] = ()
+        self._operation: str | None = None  # once known for good; "" for none
         self._spool = spool
         self._reader = None if spool is None else RequestReader(self._new_document, stream=stream)
 
     @property
     def operation(self) -> str | None:
+        if self._operation is not None:
+            return self._operation or None
         found = None if self._reader is None else self._reader.operation
-        return found or sniff_operation(self.body or self.head)
+        found = found or sniff_operation(self.body or self.head)
+        if self.complete:  # final: asked again for the record, the faults and the log
+            self._operation = found or ""
+        return found
 
     @property
     def prolog(self) -> bytes:

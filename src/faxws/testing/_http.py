@@ -140,11 +140,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         self.operation = None
+        # email.message.Message looks each header up by scanning them all: read them once.
+        self.fields: dict[str, str] = {}
+        for key, value in self.headers.items():
+            self.fields.setdefault(key.lower(), value)
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
         arrived = time.time()
-        request_id = self.headers.get("x-ch-request-id")
+        request_id = self.fields.get("x-ch-request-id")
         path, _, query = self.path.partition("?")
         if path.startswith(_api.PREFIX) or _inbox.is_inbox_path(path):
             self._tools(path, query)
@@ -174,8 +178,8 @@ class Handler(BaseHTTPRequestHandler):
             received = self.receive(parse=self._is_soap())
             if received.complete and self._is_soap():
                 received.deviations = deviations(
-                    self.headers.get("Content-Type"),
-                    self.headers.get("SOAPAction"),
+                    self.fields.get("content-type"),
+                    self.fields.get("soapaction"),
                     received.prolog,
                     received.root,
                 )
@@ -226,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
         simulator's token when it listens beyond loopback."""
         required = self.server.sim.api_token
         if required is not None:
-            given = self.headers.get("X-FaxWS-Token") or _query_token(query)
+            given = self.fields.get("x-faxws-token") or _query_token(query)
             if given is None or not same(required, given):
                 self.close_connection = True  # the body, if any, is not read
                 text = b"the inbox and API need the token faxws serve printed (?token=...)\n"
@@ -240,12 +244,14 @@ class Handler(BaseHTTPRequestHandler):
     def _is_soap(self) -> bool:
         """Whether this body is parsed: SOAP 1.1's media type or the contract's (in strict
         mode, a deviation); any other is only read."""
-        content_type = self.headers.get("Content-Type", "")
+        content_type = self.fields.get("content-type", "")
         return content_type.split(";", 1)[0].strip().lower() in _SOAP_TYPES
 
     def _record(self, path: str, received: Received | None, arrived: float) -> tuple[int, int]:
         state = self.server.sim._state
-        headers = dict(self.headers)
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            headers.setdefault(key, value)
         return state.record(
             ReceivedRequest(
                 self.command,
@@ -263,7 +269,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _content_length(self) -> int:
         try:
-            return max(0, int(self.headers.get("Content-Length", "0")))
+            return max(0, int(self.fields.get("content-length", "0")))
         except ValueError:
             self.close_connection = True
             raise RejectError(400, b"bad Content-Length\n", "text/plain") from None
@@ -355,7 +361,7 @@ class Handler(BaseHTTPRequestHandler):
             sim._state,
             request,
             auth_mode,
-            self.headers.get("x-ch-request-id"),
+            self.fields.get("x-ch-request-id"),
             received,
             sim.ttfp,
             error,
@@ -366,7 +372,7 @@ class Handler(BaseHTTPRequestHandler):
     def _authenticate(self, user_id: str, pin: str) -> str:
         """The contract's two rules; anything else is HTTP 401."""
         state = self.server.sim._state
-        authorization = self.headers.get("Authorization")
+        authorization = self.fields.get("authorization")
         if authorization is not None:
             scheme, _, token = authorization.partition(" ")
             if scheme.lower() != "bearer" or not token:
