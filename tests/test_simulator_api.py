@@ -372,3 +372,117 @@ def test_calls_look_jobs_up_by_key_without_scanning(faxws_simulator: FaxWSSimula
         c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
     assert len(state.jobs) == 2
     assert len(state.requests) == 4
+
+
+def _raw(sim: FaxWSSimulator, request: bytes) -> bytes:
+    """Send raw bytes; everything the simulator answers until it closes or goes quiet."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
+        sock.sendall(request)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_the_api_answers_only_to_its_own_host_names(faxws_simulator: FaxWSSimulator) -> None:
+    rebound = {"Host": f"evil.example:{faxws_simulator.port}", **CLIENT}
+    for method, path in (("GET", "/api/jobs"), ("DELETE", "/api/jobs"), ("GET", "/")):
+        answer = requests.request(method, faxws_simulator.url + path, headers=rebound, timeout=60)
+        assert answer.status_code == 403, (method, path)
+    for host in ("localhost", "127.0.0.1", f"127.0.0.1:{faxws_simulator.port}"):
+        assert get(faxws_simulator, "/api/jobs", headers={"Host": host}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        ("Transfer-Encoding: chunked", b"411"),
+        ("Content-Length: -5", b"400"),
+        ("Content-Length: 1_0", b"400"),
+        ("Content-Length: +10", b"400"),
+    ],
+)
+def test_a_body_without_a_plain_length_is_refused_and_never_read_as_a_request(
+    faxws_simulator: FaxWSSimulator, header: str, status: bytes
+) -> None:
+    smuggled = b"DELETE /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-FaxWS-Client: x\r\n\r\n"
+    with client(faxws_simulator) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+    body = b"%x\r\n" % len(smuggled) + smuggled + b"\r\n0\r\n\r\n"
+    answer = _raw(
+        faxws_simulator,
+        b"POST /fax/v5 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/xml\r\n"
+        + header.encode()
+        + b"\r\n\r\n"
+        + body,
+    )
+    assert answer.startswith(b"HTTP/1.1 " + status)
+    assert answer.count(b"HTTP/1.1 ") == 1  # nothing after it was taken for a request
+    assert len(faxws_simulator.jobs) == 1
+
+
+def test_secrets_a_client_puts_anywhere_are_masked_in_jobs_and_pages(
+    faxws_simulator_factory: SimulatorFactory,
+) -> None:
+    sim = faxws_simulator_factory([Account("mbx1", pin=SECRET_PIN)], api_token="api-SECRET-9")
+    with FaxClient(sim.url, user_id="mbx1", pin=SECRET_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)], request_id=f"rid-{SECRET_PIN}")
+    requests.post(
+        sim.url + "/fax/v5",
+        data=b"<x/>",
+        headers={
+            "Content-Type": "text/xml",
+            "SOAPAction": SECRET_PIN,
+            "X-FaxWS-Token": "api-SECRET-9",
+        },
+        timeout=60,
+    )
+    token = {"X-FaxWS-Token": "api-SECRET-9"}
+    shown = [
+        get(sim, path, headers=token).text
+        for path in ("/api/jobs", "/api/requests", "/", "/jobs/1")
+    ] + [repr(sim.jobs), repr(sim.requests)]
+    for text in shown:
+        assert SECRET_PIN not in text
+        # The pages link on with the token, for whoever holds it; nowhere else is it shown.
+        assert "api-SECRET-9" not in re.sub(r"[?&](amp;)?token=api-SECRET-9", "", text)
+    assert sim.jobs[0].request_id == "rid-***"
+
+
+def test_files_need_distinct_indexes(faxws_simulator: FaxWSSimulator) -> None:
+    body = (
+        '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap='
+        '"http://schemas.xmlsoap.org/soap/envelope/"><soap:Header/><soap:Body>'
+        f'<SendFax xmlns="urn:FaxWS"><UserID>{DEMO_USER_ID}</UserID><strPIN>{DEMO_PIN}</strPIN>'
+        "<Recipients><item><RecipFaxNumber>+1 5</RecipFaxNumber><RecipCompany/><RecipTitle/>"
+        "<RecipName/><RecipSecureCSID/></item></Recipients><FaxJobFiles>"
+        + "<item><FileIndex>1</FileIndex><FileTypeId>101</FileTypeId><FileData>QUJD</FileData>"
+        "</item>" * 2 + "</FaxJobFiles></SendFax></soap:Body></soap:Envelope>"
+    )
+    answer = requests.post(
+        faxws_simulator.url + "/fax/v5",
+        data=body.encode(),
+        headers={"Content-Type": "application/soap+xml; charset=utf-8", "SOAPAction": ""},
+        timeout=60,
+    )
+    assert answer.status_code == 500
+    assert b"FileIndex 1 is given to more than one file" in answer.content
+    assert faxws_simulator.jobs == []
+
+
+def test_every_request_gets_one_log_line_even_when_the_server_refuses_its_first_line(
+    faxws_simulator: FaxWSSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="faxws.simulator")
+    long_line = b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n"
+    assert _raw(faxws_simulator, long_line).startswith(b"HTTP/1.1 414")
+    escape = b"GET /\x1b[2Jfake HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ch-request-id: a\x1bb\r\n\r\n"
+    assert _raw(faxws_simulator, escape).startswith(b"HTTP/1.1 404")
+    lines = [r.getMessage() for r in caplog.records if r.name == "faxws.simulator"]
+    assert lines == [
+        "- - - 414 request_id=-",
+        "GET /\\x1b[2Jfake - 404 request_id=a\\x1bb",
+    ]

@@ -87,7 +87,7 @@ DEVIATIONS = [
         variant(
             body=lambda b: b.replace("soap:", "soap-env:").replace("xmlns:soap=", "xmlns:soap-env=")
         ),
-        "the envelope has the prefix soap-env; the contract uses the prefix soap",
+        "the envelope's elements have the prefix soap-env; the contract uses soap",
     ),
     (
         "no soap:Header",
@@ -114,6 +114,25 @@ DEVIATIONS = [
         ),
         "GetFaxBroadcastReport has the prefix ns0; the contract puts urn:FaxWS in the default "
         "namespace",
+    ),
+]
+DEVIATIONS += [
+    (
+        "another prefix on the Body",
+        variant(
+            body=lambda b: b.replace("<soap:Body>", f'<s:Body xmlns:s="{SOAP}">').replace(
+                "</soap:Body>", "</s:Body>"
+            )
+        ),
+        "the envelope's elements have the prefix s, soap; the contract uses soap",
+    ),
+    (
+        "UTF-16",
+        (
+            dict(CONTRACT_HEADERS),
+            CONTRACT_BODY.replace("utf-8", "utf-16").encode("utf-16"),
+        ),
+        "the body is in UTF-16; the contract requires UTF-8",
     ),
 ]
 IDS = [d[0] for d in DEVIATIONS]
@@ -159,12 +178,21 @@ def test_in_strict_mode_a_deviation_is_a_client_fault_naming_it(
     assert sim.requests[-1].deviations == (deviation,)
 
 
+SAME_FORM = {
+    "the contract's": variant(),
+    "charset quoted": variant({"Content-Type": 'application/soap+xml; charset="utf-8"'}),
+    "charset in capitals": variant({"Content-Type": "application/soap+xml; charset=UTF-8"}),
+    "single-quoted declaration": variant(body=lambda b: b.replace('"1.0"', "'1.0'")),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SAME_FORM))
 @pytest.mark.parametrize("strict", [False, True])
 def test_the_contracts_form_has_no_deviation(
-    faxws_simulator_factory: SimulatorFactory, strict: bool
+    faxws_simulator_factory: SimulatorFactory, strict: bool, form: str
 ) -> None:
     sim = faxws_simulator_factory(strict=strict)
-    response = post(sim, variant())
+    response = post(sim, SAME_FORM[form])
     assert response.status_code == 200
     assert sim.requests[-1].deviations == ()
 
@@ -215,7 +243,7 @@ ZEEP_DEVIATIONS = (
     "Content-Type is text/xml; charset=utf-8; the contract requires "
     "application/soap+xml; charset=utf-8",
     'SOAPAction is ""; the contract requires an empty value',
-    "the envelope has the prefix soap-env; the contract uses the prefix soap",
+    "the envelope's elements have the prefix soap-env; the contract uses soap",
     "the envelope has no soap:Header; the contract requires an empty one",
     "SendFax has the prefix ns0; the contract puts urn:FaxWS in the default namespace",
 )

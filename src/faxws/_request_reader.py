@@ -435,7 +435,10 @@ def deviations(
     elif soap_action != "":
         found.append(f"SOAPAction is {soap_action}; the contract requires an empty value")
     text = prolog.lstrip(codecs.BOM_UTF8)
-    if not text.startswith(b"<?xml"):
+    other = _other_encoding(prolog)
+    if other is not None:
+        found.append(f"the body is in {other}; the contract requires UTF-8")
+    elif not text.startswith(b"<?xml"):
         found.append(
             "the body does not start with an XML declaration in UTF-8; the contract requires one"
         )
@@ -449,10 +452,11 @@ def deviations(
             )
     if root is None or root.tag != ENVELOPE:
         return tuple(found)
-    if root.prefix != "soap":
-        shown = "no prefix" if root.prefix is None else f"the prefix {root.prefix}"
-        found.append(f"the envelope has {shown}; the contract uses the prefix soap")
     children = [c for c in root if isinstance(c.tag, str)]
+    prefixes = {e.prefix for e in (root, *children) if e.tag in (ENVELOPE, _HEADER, BODY)}
+    if prefixes != {"soap"}:
+        shown = ", ".join(sorted("no prefix" if p is None else p for p in prefixes))
+        found.append(f"the envelope's elements have the prefix {shown}; the contract uses soap")
     header = children[0] if children and children[0].tag == _HEADER else None
     if header is None:
         found.append("the envelope has no soap:Header; the contract requires an empty one")
@@ -474,4 +478,17 @@ def deviations(
 
 def _is_contract_type(value: str) -> bool:
     media, *params = (part.strip().lower() for part in value.split(";"))
-    return media == MEDIA_TYPE and [p.replace(" ", "") for p in params] == ["charset=utf-8"]
+    # charset="utf-8" is the same parameter, quoted.
+    params = [p.replace(" ", "").replace('"', "") for p in params]
+    return media == MEDIA_TYPE and params == ["charset=utf-8"]
+
+
+def _other_encoding(prolog: bytes) -> str | None:
+    """UTF-16 or UTF-32, by a byte order mark or the zero bytes around a first ``<``."""
+    for marks, name in (
+        ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, b"<\0\0\0", b"\0\0\0<"), "UTF-32"),
+        ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, b"<\0", b"\0<"), "UTF-16"),
+    ):
+        if prolog.startswith(marks):
+            return name
+    return None

@@ -144,9 +144,10 @@ def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
             count = _int(params, "min", 0, 0, _MAX_LIMIT)
             wait = _seconds(params, "timeout")
             limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
-            jobs = state.wait_for_jobs(count, wait) if count else sim.jobs
-            newest = [job_json(j) for j in reversed(jobs[-limit:])]
-            _send_json(handler, 200, {"total": len(jobs), "jobs": newest})
+            if count:
+                state.wait_for_jobs(count, wait)
+            total, newest = state.recent_jobs(limit)
+            _send_json(handler, 200, {"total": total, "jobs": [job_json(j) for j in newest]})
             return
         if method == "DELETE":
             _read_body(handler, json_required=False)
@@ -169,9 +170,8 @@ def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
     if parts == ["requests"]:
         _only(method, "GET")
         limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
-        recent = sim.requests[-limit:]
-        body = {"total": len(sim.requests), "requests": [request_json(r) for r in recent[::-1]]}
-        _send_json(handler, 200, body)
+        total, recent = state.recent_requests(limit)
+        _send_json(handler, 200, {"total": total, "requests": [request_json(r) for r in recent]})
         return
     if parts == ["faults"]:
         _only(method, "POST")

@@ -18,7 +18,12 @@ from typing import Any
 from faxws.bindings import FaxJobRecipient
 from faxws.testing._records import ReceivedFile, SimulatedJob
 
-__all__ = ["JobStore"]
+__all__ = ["InUseError", "JobStore"]
+
+
+class InUseError(Exception):
+    """Another simulator holds the database."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (number INTEGER PRIMARY KEY, job TEXT NOT NULL);
@@ -30,31 +35,56 @@ class JobStore:
     """One simulator's durable jobs. Not thread-safe: the state calls it under its lock."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.documents = path.with_name(path.name + ".files")
-        self.spool = self.documents / "spool"
-        shutil.rmtree(self.spool, ignore_errors=True)  # what a crash left half-received
-        self.spool.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        """Raises OSError, sqlite3.Error, or InUseError when another simulator has it."""
+        self.path = path.resolve()  # documents are found again from any working directory
+        self.documents = self.path.with_name(self.path.name + ".files")
+        self.documents.mkdir(parents=True, exist_ok=True)
+        # One simulator per database: two would number jobs alike and overwrite each
+        # other's documents. The lock ends with the process, however it ends.
+        self._lock = open(self.documents / "lock", "a+b")  # noqa: SIM115 - held until close
+        try:
+            import fcntl  # POSIX; elsewhere the database is not guarded
+        except ImportError:
+            pass
+        else:
+            try:
+                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._lock.close()
+                raise InUseError(f"{path} is in use by another simulator") from None
+        try:
+            self.spool = self.documents / "spool"
+            shutil.rmtree(self.spool, ignore_errors=True)  # what a crash left half-received
+            self.spool.mkdir()
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except BaseException:
+            self._lock.close()
+            raise
 
     def close(self) -> None:
         self._db.close()
         shutil.rmtree(self.spool, ignore_errors=True)
+        self._lock.close()
 
     def load(self) -> tuple[list[SimulatedJob], dict[str, int]]:
-        """The jobs kept, oldest first, and the counters that number new ones."""
-        jobs = [
-            _job(json.loads(text))
-            for (text,) in self._db.execute("SELECT job FROM jobs ORDER BY number")
-        ]
-        counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+        """The jobs kept, oldest first, and the counters that number new ones. Raises
+        ValueError for a database that does not hold what this module wrote."""
+        try:
+            jobs = [
+                _job(json.loads(text))
+                for (text,) in self._db.execute("SELECT job FROM jobs ORDER BY number")
+            ]
+            counters = dict(self._db.execute("SELECT name, value FROM counters").fetchall())
+        except (ValueError, KeyError, TypeError, sqlite3.Error) as exc:
+            raise ValueError(f"holds jobs it cannot read ({type(exc).__name__})") from None
         return jobs, counters
 
-    def adopt(self, source: Path, job_id: str, index: int) -> Path:
-        """Move a spooled document to its place beside the database."""
-        target = self.documents / f"job-{job_id}-file-{index}.bin"
+    def adopt(self, source: Path, job_id: str, position: int) -> Path:
+        """Move a spooled document to its place beside the database (named by its position
+        in the job: FileIndex values need not be unique)."""
+        target = self.documents / f"job-{job_id}-file-{position}.bin"
         os.replace(source, target)
         return target
 

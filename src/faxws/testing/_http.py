@@ -54,6 +54,7 @@ MAX_BODY = 512 * 1024 * 1024
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
 _log = logging.getLogger("faxws.simulator")
+_LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
 # SOAP 1.1's media type, which standard clients send, and the contract's.
 _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
@@ -110,6 +111,13 @@ class Handler(BaseHTTPRequestHandler):
     error_content_type = "text/plain"
 
     operation: str | None = None  # of the request being answered, for the log line
+    fields: dict[str, str] = {}  # noqa: RUF012 - replaced, never changed, per request
+
+    def handle_one_request(self) -> None:
+        # Nothing of the previous request on this connection may be taken for this one's
+        # (the log line of a request line the standard library refuses, say).
+        self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
+        super().handle_one_request()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Quiet: the log line is :meth:`log_request`'s, and tests read the records."""
@@ -120,14 +128,15 @@ class Handler(BaseHTTPRequestHandler):
         whatever the request holds that is a secret is masked."""
         if not _log.isEnabledFor(logging.INFO):
             return
-        headers = dict(self.headers) if self.headers is not None else {}
-        secrets = sorted(self.server.sim._state.secrets_of(headers), key=len, reverse=True)
-        path = (getattr(self, "path", "") or "").partition("?")[0]
+        fields = self.fields  # empty when the standard library refused the request line
+        secrets = sorted(self.server.sim._state.secrets_of(fields), key=len, reverse=True)
+        path = (self.path or "").partition("?")[0]
         line = (
-            f"{getattr(self, 'command', '-')} {path} {self.operation or '-'} {code} "
-            f"request_id={headers.get('x-ch-request-id', '-')}"
+            f"{self.command or '-'} {path or '-'} {self.operation or '-'} {code} "
+            f"request_id={fields.get('x-ch-request-id', '-')}"
         )
-        _log.info("%s", redact(line, secrets))
+        # Control characters a client sent would move a terminal's cursor: escaped.
+        _log.info("%s", _printable(redact(line, secrets)))
 
     if not TYPE_CHECKING:
         # BaseHTTPRequestHandler answers 501 to a method without a do_ handler (TRACE,
@@ -177,12 +186,14 @@ class Handler(BaseHTTPRequestHandler):
                 return
             received = self.receive(parse=self._is_soap())
             if received.complete and self._is_soap():
-                received.deviations = deviations(
+                found = deviations(
                     self.fields.get("content-type"),
                     self.fields.get("soapaction"),
                     received.prolog,
                     received.root,
                 )
+                # They quote the client's headers, which could hold a secret it knows.
+                received.deviations = tuple(self._masked(d) for d in found)
             ticket = self._record(path, received, arrived)
             self.operation = received.operation
             if not received.complete:
@@ -199,6 +210,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
                 self.close_connection = True  # stop() woke the delay
+                self.log_request("no answer: the simulator stopped")
                 return
             status, payload = self._service(received, fault, arrived)
             content_type = CONTENT_TYPE
@@ -227,7 +239,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _tools(self, path: str, query: str) -> None:
         """The inbox and the API: not service requests, so not recorded; behind the
-        simulator's token when it listens beyond loopback."""
+        simulator's token when it listens beyond loopback, and only for the simulator's own
+        host names (a page that rebinds its own name to 127.0.0.1 is not let in)."""
+        if not self._own_host():
+            self.close_connection = True
+            text = b"the inbox and API answer only to the simulator's own host name\n"
+            self.send(403, {"Content-Type": "text/plain; charset=utf-8"}, text)
+            return
         required = self.server.sim.api_token
         if required is not None:
             given = self.fields.get("x-faxws-token") or _query_token(query)
@@ -240,6 +258,18 @@ class Handler(BaseHTTPRequestHandler):
             _api.handle(self, path, query)
         else:
             _inbox.handle(self, path, required)
+
+    def _masked(self, text: str) -> str:
+        secrets = self.server.sim._state.secrets_of(self.fields)
+        return redact(text, sorted(secrets, key=len, reverse=True))
+
+    def _own_host(self) -> bool:
+        if self.server.sim.api_token is not None:
+            return True  # the token is the guard: a rebinding page does not have it
+        host = self.fields.get("host", "")
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        name = name.strip("[]").lower()
+        return name in _LOCAL_NAMES or name == self.server.sim._host.strip("[]").lower()
 
     def _is_soap(self) -> bool:
         """Whether this body is parsed: SOAP 1.1's media type or the contract's (in strict
@@ -268,11 +298,17 @@ class Handler(BaseHTTPRequestHandler):
         )
 
     def _content_length(self) -> int:
-        try:
-            return max(0, int(self.fields.get("content-length", "0")))
-        except ValueError:
+        if "transfer-encoding" in self.fields:
+            # Its body would be read as the next request: refused, and the stream ends.
             self.close_connection = True
-            raise RejectError(400, b"bad Content-Length\n", "text/plain") from None
+            raise RejectError(
+                411, b"a Content-Length is required (no Transfer-Encoding)\n", "text/plain"
+            )
+        text = self.fields.get("content-length", "0").strip()
+        if not text.isdigit() or not text.isascii():
+            self.close_connection = True
+            raise RejectError(400, b"bad Content-Length\n", "text/plain")
+        return int(text)
 
     def receive(self, *, parse: bool, limit: int = MAX_BODY, whole: bool = False) -> Received:
         """Read the body in chunks: kept whole when it fits the retained budget; for a SOAP
@@ -318,6 +354,7 @@ class Handler(BaseHTTPRequestHandler):
         self, received: Received, fault: Fault | None, arrived: float
     ) -> tuple[int, bytes]:
         sim = self.server.sim
+        request_id = self.fields.get("x-ch-request-id")
         if not self._is_soap():
             raise RejectError(415, b"unsupported media type\n", "text/plain")
         if received.refusal is not None:
@@ -361,7 +398,7 @@ class Handler(BaseHTTPRequestHandler):
             sim._state,
             request,
             auth_mode,
-            self.fields.get("x-ch-request-id"),
+            None if request_id is None else self._masked(request_id),
             received,
             sim.ttfp,
             error,
@@ -451,3 +488,7 @@ def _query_token(query: str) -> str | None:
     except ValueError:
         return None
     return values[-1] if values else None
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

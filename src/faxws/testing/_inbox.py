@@ -21,6 +21,7 @@ __all__ = ["handle", "is_inbox_path"]
 
 _SHOWN_JOBS = 200
 _SHOWN_REFUSALS = 100
+_SCANNED_REQUESTS = 10_000  # the newest records searched for refusals
 _REFRESH_SECONDS = 2
 _POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
@@ -50,7 +51,9 @@ def handle(handler: Handler, path: str, token: str | None) -> None:
         return
     sim = handler.server.sim
     if path == "/":
-        _page(handler, 200, "FaxWS simulator inbox", _inbox(sim.jobs, sim.requests, token), token)
+        total, jobs = sim._state.recent_jobs(_SHOWN_JOBS)
+        refused = sim._state.recent_refusals(_SHOWN_REFUSALS, within=_SCANNED_REQUESTS)
+        _page(handler, 200, "FaxWS simulator inbox", _inbox(total, jobs, refused, token), token)
         return
     job = sim._state.by_id.get(path[len("/jobs/") :])
     if job is None:
@@ -76,9 +79,11 @@ def _link(path: str, text: str, token: str | None, **params: str) -> str:
     return f'<a href="{_e(_url(path, token, **params))}">{_e(text)}</a>'
 
 
-def _inbox(jobs: list[SimulatedJob], requests: list[ReceivedRequest], token: str | None) -> str:
+def _inbox(
+    total: int, jobs: list[SimulatedJob], refused: list[ReceivedRequest], token: str | None
+) -> str:
     rows = []
-    for job in reversed(jobs[-_SHOWN_JOBS:]):
+    for job in jobs:
         recipients = "<br>".join(
             _e(r.recip_fax_number)
             + (f" <span class=muted>{_e(r.recip_name)}</span>" if r.recip_name else "")
@@ -100,18 +105,17 @@ def _inbox(jobs: list[SimulatedJob], requests: list[ReceivedRequest], token: str
             f"<td>{files}</td><td>{deviations or '<span class=muted>none</span>'}</td>"
             "</tr>"
         )
-    refused = [r for r in requests if r.refusal is not None][-_SHOWN_REFUSALS:]
     refusals = [
         "<tr>"
         f"<td>{_e(timestamp(r.received_at))}</td><td>{_e(r.method)} {_e(_clean(r, r.path))}</td>"
         f"<td>{_e(r.operation or '')}</td><td>{_e(r.status)}</td>"
         f"<td class=refusal>{_e(_clean(r, r.refusal or ''))}</td>"
         "</tr>"
-        for r in reversed(refused)
+        for r in refused
     ]
-    shown = f" (newest {_SHOWN_JOBS} shown)" if len(jobs) > _SHOWN_JOBS else ""
+    shown = f" (newest {_SHOWN_JOBS} shown)" if total > _SHOWN_JOBS else ""
     return (
-        f"<p>{len(jobs)} job(s) received{shown}. "
+        f"<p>{total} job(s) received{shown}. "
         f"JSON: {_link('/api/jobs', '/api/jobs', token)}, "
         f"{_link('/api/requests', '/api/requests', token)}.</p>"
         "<table><thead><tr><th>Job</th><th>Received</th><th>Account</th><th>Auth</th>"

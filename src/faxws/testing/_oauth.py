@@ -43,6 +43,7 @@ def token_endpoint(handler: Handler) -> None:
         return
     if not received.complete:
         handler.close_connection = True
+        handler.log_request("no answer: the request ended early")
         return
     content_type = handler.headers.get("Content-Type", "")
     if not content_type.startswith("application/x-www-form-urlencoded"):

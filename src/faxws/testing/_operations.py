@@ -16,9 +16,9 @@ from faxws.bindings import (
     SendFax,
     WSError,
 )
-from faxws.testing._answers import server_fault
+from faxws.testing._answers import client_fault, server_fault
 from faxws.testing._documents import Received
-from faxws.testing._state import State
+from faxws.testing._state import State, StoreError
 
 __all__ = ["HANDLERS", "Call"]
 
@@ -46,20 +46,28 @@ def send_fax(call: Call) -> FaxSendResponse:
     request: SendFax = call.request
     ok = call.error.error_code == 0
     job_ids: tuple[str, ...] = ()
+    indexes = [f.file_index for f in request.fax_job_files.item]
+    repeated = next((i for i in indexes if indexes.count(i) > 1), None)
+    if repeated is not None:
+        # FileIndex is each file's place in the job: two alike leave one unreachable.
+        raise client_fault(f"FileIndex {repeated} is given to more than one file")
     if ok:
         documents = call.received.take_documents()
         if len(documents) != len(request.fax_job_files.item):
             for document in documents:
                 document.discard()
             raise server_fault("documents out of step")
-        job = call.state.new_job(
-            request,
-            call.auth_mode,
-            call.request_id,
-            documents,
-            call.received.deviations,
-            call.arrived,
-        )
+        try:
+            job = call.state.new_job(
+                request,
+                call.auth_mode,
+                call.request_id,
+                documents,
+                call.received.deviations,
+                call.arrived,
+            )
+        except StoreError as exc:
+            raise server_fault(f"the simulator cannot keep the job: {exc}") from None
         job_ids = job.job_ids
     return FaxSendResponse(
         return_=ok,

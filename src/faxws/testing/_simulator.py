@@ -19,7 +19,7 @@ from pathlib import Path
 from faxws._checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
-from faxws.testing._durable import JobStore
+from faxws.testing._durable import InUseError, JobStore
 from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
 from faxws.testing._oauth import TOKEN_PATH
@@ -102,6 +102,8 @@ class FaxWSSimulator:
         if db is not None and not isinstance(db, (str, os.PathLike)):
             raise BadInputError("db", f"must be a path, not {type(db).__name__}")
         self._db = None if db is None else Path(os.fspath(db)).expanduser()
+        if self.api_token is not None:
+            self._state.extra_secrets = frozenset({self.api_token})
         self._host, self._port = host, port
         # Guards the connections and threads below (the state has its own lock).
         self._lock = threading.Lock()
@@ -136,10 +138,18 @@ class FaxWSSimulator:
         else:
             try:
                 store = JobStore(self._db)
+            except InUseError as exc:
+                server.server_close()
+                raise BadInputError("db", str(exc)) from None
             except (OSError, sqlite3.Error) as exc:
                 server.server_close()
                 raise BadInputError("db", f"cannot be opened: {exc}") from None
-            self._state.open_store(store)
+            try:
+                self._state.open_store(store)
+            except (ValueError, OSError, sqlite3.Error) as exc:
+                store.close()
+                server.server_close()
+                raise BadInputError("db", f"cannot be read: {exc}") from None
             self._spool = store.spool
         self._server = server
         self._thread = threading.Thread(

@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import itertools
 import secrets
+import sqlite3
 import threading
 import time
 from collections import deque
@@ -24,7 +26,12 @@ from faxws.testing._durable import JobStore
 from faxws.testing._faults import Faults
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
 
-__all__ = ["DOCUMENT_MEMORY", "MAX_JOBS", "MAX_REQUESTS", "State", "forget_files"]
+__all__ = ["DOCUMENT_MEMORY", "MAX_JOBS", "MAX_REQUESTS", "State", "StoreError", "forget_files"]
+
+
+class StoreError(Exception):
+    """The database would not take a job: the job is not kept either."""
+
 
 #: Small documents stay in memory while all of them together fit in this; beyond it, they go
 #: to disk too.
@@ -55,9 +62,11 @@ class State:
         self.faults = Faults()
         self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
         self._secrets_for: tuple[Account, ...] | None = None
+        #: Secrets that are not an account's (the API token).
+        self.extra_secrets: frozenset[str] = frozenset()
         self._account_secrets: frozenset[str] = frozenset()
-        self.requests: list[ReceivedRequest] = []
-        self.jobs: list[SimulatedJob] = []
+        self.requests: deque[ReceivedRequest] = deque()
+        self.jobs: deque[SimulatedJob] = deque()
         self.by_job_id: dict[str, SimulatedJob] = {}
         self.by_id: dict[str, SimulatedJob] = {}
         self.connections = 0
@@ -74,13 +83,13 @@ class State:
     def reset(self) -> list[SimulatedJob]:
         """Forget requests, jobs, counters and pending faults; the jobs forgotten."""
         with self.lock:
-            forgotten = self.jobs
+            forgotten = list(self.jobs)
             self._generation += 1
-            self.requests = []
+            self.requests = deque()
             self._first = 0
             self._retained = deque()
             self._retained_bytes = 0
-            self.jobs = []
+            self.jobs = deque()
             self.by_job_id = {}
             self.by_id = {}
             self._document_bytes = 0
@@ -104,12 +113,11 @@ class State:
                 self._retained_bytes += len(request.body)
                 while self._retained_bytes > self.retained_body_bytes:
                     self._drop_body(self._retained.popleft())
-            if len(self.requests) > self.max_requests + self.max_requests // 10:
-                cut = len(self.requests) - self.max_requests
-                while self._retained and self._retained[0] < self._first + cut:
+            while len(self.requests) > self.max_requests:
+                if self._retained and self._retained[0] == self._first:
                     self._drop_body(self._retained.popleft())
-                del self.requests[:cut]
-                self._first += cut
+                self.requests.popleft()
+                self._first += 1
             return self._generation, number
 
     def _drop_body(self, number: int) -> None:
@@ -152,7 +160,7 @@ class State:
                 if s and s not in PUBLIC
             )
             self._secrets_for = self.accounts
-        found = set(self._account_secrets)
+        found = set(self._account_secrets) | self.extra_secrets
         authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         scheme, _, credential = authorization.strip().partition(" ")
         credential = credential.strip() or scheme
@@ -235,18 +243,16 @@ class State:
                     f.file_index,
                     f.file_type_id,
                     d.data if fits else None,
-                    path=None if fits else self._adopt(d, number, f.file_index),
+                    path=None if fits else self._adopt(d, number, position),
                     size=d.size,
                     sha256=d.sha256,
                 )
-                for f, d, fits in zip(items, documents, in_memory, strict=True)
+                for position, (f, d, fits) in enumerate(
+                    zip(items, documents, in_memory, strict=True), 1
+                )
             )
-            self._last_id += 1
-            self._document_bytes += sum(f.size for f in files if f.path is None)
-            ids = []
-            for _ in request.recipients.item:
-                self._job_counter += 1
-                ids.append(f"SIM{self._job_counter:08d}")
+            first = self._job_counter + 1
+            ids = [f"SIM{first + n:08d}" for n in range(len(request.recipients.item))]
             job = SimulatedJob(
                 job_ids=tuple(ids),
                 user_id=request.user_id,
@@ -258,23 +264,31 @@ class State:
                 id=number,
                 received_at=received_at,
             )
+            if self.store is not None:
+                counters = {"last_id": int(number), "job_counter": self._job_counter + len(ids)}
+                try:
+                    self.store.add(job, counters)
+                except (sqlite3.Error, OSError) as exc:
+                    forget_files([job])
+                    raise StoreError(f"{type(exc).__name__}: {exc}") from None
+            self._last_id = int(number)
+            self._job_counter += len(ids)
+            self._document_bytes += sum(f.size for f in files if f.path is None)
             self.jobs.append(job)
             self.by_id[job.id] = job
             for job_id in ids:
                 self.by_job_id[job_id] = job
             pruned = self._prune_jobs()
-            if self.store is not None:
-                self.store.add(job, self._counters())
-                if pruned:
-                    self.store.remove(pruned)
+            if self.store is not None and pruned:
+                self.store.remove(pruned)
             self.changed.notify_all()
         forget_files(pruned)
         return job
 
-    def _adopt(self, document: Document, number: str, index: int) -> Path | None:
+    def _adopt(self, document: Document, number: str, position: int) -> Path | None:
         if self.store is None or document.path is None:
             return document.path
-        return self.store.adopt(document.path, number, index)
+        return self.store.adopt(document.path, number, position)
 
     def _counters(self) -> dict[str, int]:
         return {"last_id": self._last_id, "job_counter": self._job_counter}
@@ -284,11 +298,15 @@ class State:
         jobs, counters = store.load()
         with self.lock:
             self.store = store
-            self.jobs = jobs
+            self.jobs = deque(jobs)
             self.by_id = {job.id: job for job in jobs}
             self.by_job_id = {job_id: job for job in jobs for job_id in job.job_ids}
             self._last_id = max(self._last_id, counters.get("last_id", 0))
             self._job_counter = max(self._job_counter, counters.get("job_counter", 0))
+            pruned = self._prune_jobs()  # a smaller max_jobs than the last run's
+            if pruned:
+                store.remove(pruned)
+        forget_files(pruned)
 
     def close_store(self) -> None:
         with self.lock:
@@ -297,24 +315,38 @@ class State:
             store.close()
 
     def _prune_jobs(self) -> list[SimulatedJob]:
-        """Drop the oldest jobs beyond ``max_jobs`` (in batches: a list's front is costly to
-        drop one at a time). Under the lock; the caller removes their files."""
-        if len(self.jobs) <= self.max_jobs + self.max_jobs // 10:
-            return []
-        cut = len(self.jobs) - self.max_jobs
-        pruned, self.jobs = self.jobs[:cut], self.jobs[cut:]
-        for job in pruned:
+        """Drop the oldest jobs beyond ``max_jobs``. Under the lock; the caller removes
+        their files."""
+        pruned = []
+        while len(self.jobs) > self.max_jobs:
+            job = self.jobs.popleft()
+            pruned.append(job)
             del self.by_id[job.id]
             for job_id in job.job_ids:
                 self.by_job_id.pop(job_id, None)
             self._document_bytes -= sum(f.size for f in job.files if f.path is None)
         return pruned
 
-    def wait_for_jobs(self, count: int, timeout: float) -> list[SimulatedJob]:
-        """The jobs, once there are at least ``count`` of them or ``timeout`` has passed."""
+    def recent_jobs(self, limit: int) -> tuple[int, list[SimulatedJob]]:
+        """How many jobs there are, and the newest ``limit`` of them, newest first."""
+        with self.lock:
+            return len(self.jobs), list(itertools.islice(reversed(self.jobs), limit))
+
+    def recent_requests(self, limit: int) -> tuple[int, list[ReceivedRequest]]:
+        """How many request records there are, and the newest ``limit``, newest first."""
+        with self.lock:
+            return len(self.requests), list(itertools.islice(reversed(self.requests), limit))
+
+    def recent_refusals(self, limit: int, within: int) -> list[ReceivedRequest]:
+        """The newest ``limit`` refused requests among the newest ``within`` records."""
+        with self.lock:
+            newest = itertools.islice(reversed(self.requests), within)
+            return list(itertools.islice((r for r in newest if r.refusal is not None), limit))
+
+    def wait_for_jobs(self, count: int, timeout: float) -> None:
+        """Return once there are at least ``count`` jobs, or ``timeout`` has passed."""
         with self.changed:
             self.changed.wait_for(lambda: len(self.jobs) >= count or self.stopping, timeout)
-            return list(self.jobs)
 
     def stop(self) -> None:
         with self.changed:
