@@ -95,8 +95,10 @@ SERVE_EXAMPLE = """\
 example:
   faxws serve --port 8080
   faxws serve --port 0 --user-id mbx1 --pin 1234     # port 0: any free port
+  faxws serve --db inbox.sqlite --strict              # keep jobs; check the wire form
 
-It prints its URL and the accounts it accepts, then runs until interrupted (Ctrl-C).
+It prints its URL, its inbox (open it in a browser; the REST API is under /api/) and the
+accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C).
 """
 
 
