@@ -9,6 +9,7 @@ client tried again.
 
 from __future__ import annotations
 
+import base64
 import logging
 import select
 import socket
@@ -21,7 +22,7 @@ import trustme
 
 from conftest import Face, report_response, send_response
 from faxws import ConnectError, FaxFile, FaxWSError, RequestTimeoutError
-from scripted import Conn, ScriptedServer, reply
+from scripted import WAIT, Conn, ScriptedServer, reply
 
 USER = "mbx-delivery"
 RETRIES = 2
@@ -416,11 +417,13 @@ def relay(a: socket.socket, b: socket.socket) -> None:
             (b if src is a else a).sendall(data)
 
 
-def connect_proxy(allow: bool) -> Callable[[Conn], None]:
+def connect_proxy(allow: bool, heads: list[bytes] | None = None) -> Callable[[Conn], None]:
     def script(conn: Conn) -> None:
         head = conn.read_head()
         assert head is not None
         assert head.startswith(b"CONNECT localhost:")
+        if heads is not None:
+            heads.append(head)
         if not allow:
             conn.send(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
             return
@@ -481,3 +484,55 @@ def test_a_tunnel_through_a_proxy_carries_the_call(
     client = client_for(target, ca_file, face, proxies={"https": proxy.url()})
     assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
     assert len(target.requests) == 1
+
+
+def test_a_proxy_that_never_answers_connect_is_a_connect_time_out(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+) -> None:
+    def silent_proxy(conn: Conn) -> None:
+        conn.read_head()  # the CONNECT request, never answered
+        conn.hold()
+
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(silent_proxy)
+    client = client_for(target, ca_file, face, proxies={"https": proxy.url()}, timeout=(0.5, 5))
+    with pytest.raises(RequestTimeoutError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    proxy.wait_served(RETRIES + 1)
+    assert proxy.connections == RETRIES + 1
+    assert target.connections == 0
+
+
+def test_proxy_credentials_go_in_the_connect_request(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+) -> None:
+    heads: list[bytes] = []
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(connect_proxy(allow=True, heads=heads))
+    with_credentials = f"http://user%40corp:p%3Ass@127.0.0.1:{proxy.port}"
+    client = client_for(target, ca_file, face, proxies={"https": with_credentials})
+    assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
+    [head] = heads
+    expected = b"Basic " + base64.b64encode(b"user@corp:p:ss")
+    fields = [line.partition(b":") for line in head.split(b"\r\n")[1:]]
+    assert [v.strip() for k, _, v in fields if k.lower() == b"proxy-authorization"] == [expected]
+    assert b"user%40corp" not in target.requests[0].head  # the service never sees them
+
+
+def test_a_server_that_stops_reading_the_body_is_a_time_out(
+    serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    def stop_reading(conn: Conn) -> None:
+        conn.read_head()
+        conn.server.headers_read.set()
+        conn.server.stopping.wait(WAIT)  # reads nothing more until the test ends
+
+    server = serve(stop_reading, rcvbuf=64 << 10)
+    client = client_for(server, ca_file, face, timeout=(5, 1))
+    document = FaxFile(b"\0" * (32 << 20), 101)  # far more than the socket buffers hold
+    with pytest.raises(RequestTimeoutError) as info:
+        client.send_fax(["+1 555 0100"], [document], "rid-stall")
+    assert info.value.maybe_delivered is True
+    assert info.value.request_id == "rid-stall"
+    assert server.connections == 1
