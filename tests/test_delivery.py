@@ -14,6 +14,7 @@ import logging
 import select
 import socket
 import ssl
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -150,6 +151,17 @@ def endless_interim_headers(conn: Conn) -> None:
         conn.send(b"Link: </a.css>; rel=preload\r\n")
 
 
+def body_dripped(conn: Conn) -> None:
+    """The head at once, then the body a byte every 50 ms."""
+    conn.handshake()
+    conn.read_request()
+    head, _, body = ANSWER.partition(b"\r\n\r\n")
+    conn.send(head + b"\r\n\r\n")
+    for byte in body:
+        conn.send(bytes([byte]))
+        conn.server.stopping.wait(0.05)  # the server's pace, not a synchronization
+
+
 def drip(data: bytes) -> Callable[[Conn], None]:
     """Sends ``data`` a byte at a time, a byte every 50 ms, for as long as the client
     listens (a slow-loris answer)."""
@@ -185,6 +197,7 @@ AFTER_WRITE = {
         False,
         RequestTimeoutError,
     ),
+    "body dripped": (body_dripped, False, RequestTimeoutError),
     "final head dripped": (
         drip(reply(send_response(["J1"]), extra="X-Pad: " + "p" * 1000 + "\r\n")),
         True,
@@ -368,16 +381,21 @@ def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(
     ca_file: str,
     face: Face,
 ) -> None:
+    idle = threading.Event()
+
     def script(conn: Conn) -> None:
         conn.read_request()
-        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then closed
+        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then
+        idle.wait(WAIT)  # closed while the client holds it idle in its pool
 
     server = serve(script)
-    client = client_for(server, ca_file, face)
+    client = client_for(server, ca_file, face, retries=0)  # replaced, not retried
     send(client)
+    idle.set()
     server.wait_served(1)  # the server has closed the pooled connection
     send(client)
     assert len(server.requests) == 2
+    assert server.connections == 2
 
 
 def test_reports_are_retried_after_a_failure_past_the_first_byte(
