@@ -75,6 +75,7 @@ class Sent:
         "_read_timeout",
         "_response",
         "_sockets",
+        "_used",
         "armed",
         "document_error",
         "expired",
@@ -84,8 +85,14 @@ class Sent:
         "written",
     )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: tuple[float, float]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        timeout: tuple[float, float],
+        used: weakref.WeakSet[asyncio.Transport],
+    ) -> None:
         self._loop = loop
+        self._used = used
         self._connect_timeout, self._read_timeout = timeout
         self._handle: asyncio.TimerHandle | None = None
         self._phase = "pool"
@@ -114,6 +121,7 @@ class Sent:
         self._disarm()
         self._phase = "send"
         self.transport = transport
+        self._used.add(transport)
         self.protocol = protocol
         self.armed = True
         if not self.precise:
@@ -342,13 +350,15 @@ def _cause(exc: BaseException) -> str:
     """The root cause in a few words ("Connection refused"), never aiohttp's own text, which
     may quote what the server sent."""
     chain = _chain(exc)
-    for e in chain:
+    # aiohttp's TLS errors subclass ssl's without their attributes; ssl's own carry them.
+    own = [e for e in chain if not isinstance(e, aiohttp.ClientError)]
+    for e in own:
         if isinstance(e, ssl.SSLCertVerificationError):
             return f"TLS certificate verification failed: {e.verify_message}"
     for e in chain:
         if isinstance(e, aiohttp.ClientHttpProxyError):
             return f"the proxy refused the tunnel (HTTP {e.status})"
-        if isinstance(e, ssl.SSLError):
+        if isinstance(e, ssl.SSLError) and e in own:
             return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
         if isinstance(e, socket.gaierror):
             return f"cannot resolve the host name ({e.strerror})"
@@ -447,6 +457,8 @@ class AsyncHttpTransport:
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._precise = False
+        # Every connection a request went out on, until it is gone: close() ends them all.
+        self._used: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
 
     def _session_here(self, request_id: str) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -491,10 +503,19 @@ class AsyncHttpTransport:
         loop, self._loop = self._loop, None
         if session is None:
             return
-        if loop is asyncio.get_running_loop():
-            await session.close()
-        else:
+        if loop is not asyncio.get_running_loop():
             session.detach()  # its loop's connections cannot be closed from here
+            return
+        await session.close()
+        # A TLS connection aiohttp closed earlier (the server said Connection: close) may
+        # still be waiting for the server's close_notify: end it now, or it would outlive the
+        # client (and, at the loop's end, be reported as an unclosed transport).
+        used = list(self._used)
+        self._used.clear()
+        for transport in used:
+            transport.abort()
+        if used:
+            await asyncio.sleep(0)  # the aborts close their sockets in the next loop pass
 
     async def post(
         self,
@@ -517,7 +538,9 @@ class AsyncHttpTransport:
             raise
         except Exception as exc:
             sent.finish()
-            raise self._failure(exc, sent, request_id) from None
+            error = self._failure(exc, sent, request_id)
+            # Not chained to aiohttp's exception: its text may quote what the server sent.
+            raise error from error.__cause__ if error is sent.document_error else None
         finally:
             _sent.reset(token)
         try:
@@ -624,7 +647,7 @@ class AsyncHttpTransport:
 
     def attempt(self) -> Sent:
         """The record of a new attempt."""
-        return Sent(asyncio.get_running_loop(), self.timeout)
+        return Sent(asyncio.get_running_loop(), self.timeout, self._used)
 
 
 _EXPIRED = {
