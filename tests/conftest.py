@@ -1,18 +1,20 @@
-"""Shared fixtures: response documents, a raw-socket capture server, request helpers, and a
-tripwire that shows whether a parser opened an external resource."""
+"""Shared fixtures: the two faces of the client, response documents, a raw-socket capture
+server, request helpers, and a tripwire that shows whether a parser opened an external
+resource."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import responses
@@ -23,6 +25,145 @@ GOLDEN = Path(__file__).parent / "golden"
 BASE = "https://fax.example.com"
 URL = f"{BASE}/fax/v5"
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+
+
+T = TypeVar("T")
+
+
+# -- the two faces: FaxClient and AsyncFaxClient ---------------------------------------------
+
+
+class BlockingClient:
+    """An AsyncFaxClient driven through plain calls: each runs to its end on the face's event
+    loop (from any one thread at a time), so shared tests call both clients alike."""
+
+    def __init__(self, client: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.client = client
+        self._loop = loop
+
+    def send_fax(self, *args: Any, **kwargs: Any) -> Any:
+        return self._loop.run_until_complete(self.client.send_fax(*args, **kwargs))
+
+    def get_fax_broadcast_report(self, *args: Any, **kwargs: Any) -> Any:
+        return self._loop.run_until_complete(self.client.get_fax_broadcast_report(*args, **kwargs))
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self.client.close())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def __repr__(self) -> str:
+        return repr(self.client)
+
+
+class Face:
+    """One way of calling the service: ``sync`` (FaxClient) or ``async`` (AsyncFaxClient,
+    with its own event loop for the test). Clients made here are closed with the face."""
+
+    def __init__(self, name: str) -> None:
+        assert name in ("sync", "async")
+        self.name = name
+        self.loop = asyncio.new_event_loop() if name == "async" else None
+        self._clients: list[Any] = []
+        self._providers: list[Any] = []
+
+    @property
+    def is_async(self) -> bool:
+        return self.loop is not None
+
+    def client(self, base_url: str, **kwargs: Any) -> Any:
+        """A FaxClient, or an AsyncFaxClient seen through :class:`BlockingClient`."""
+        from faxws import AsyncFaxClient, FaxClient
+
+        if self.loop is None:
+            client: Any = FaxClient(base_url, **kwargs)
+        else:
+            client = BlockingClient(AsyncFaxClient(base_url, **kwargs), self.loop)
+        self._clients.append(client)
+        return client
+
+    def provider(self, *args: Any, **kwargs: Any) -> Any:
+        """The face's client credentials provider (AsyncClientCredentials for async)."""
+        from faxws.oauth import AsyncClientCredentials, ClientCredentials
+
+        cls = AsyncClientCredentials if self.is_async else ClientCredentials
+        provider = cls(*args, **kwargs)
+        self._providers.append(provider)
+        return provider
+
+    def fetch_token(self, provider: Any) -> str:
+        """One token from the provider, as the face's client would ask for it."""
+        if self.loop is None:
+            token: str = provider()
+            return token
+        return self.run(provider())
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        assert self.loop is not None, "only the async face has an event loop"
+        return self.loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        try:
+            for client in self._clients:
+                client.close()
+            for provider in self._providers:
+                provider.close()
+        finally:
+            if self.loop is not None:
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+                self.loop.run_until_complete(self.loop.shutdown_default_executor())
+                self.loop.close()
+
+
+FACES = ("sync", "async")
+
+
+@pytest.fixture(params=FACES)
+def face(request: pytest.FixtureRequest) -> Iterator[Face]:
+    """Each client in turn: a test using it runs once for FaxClient, once for AsyncFaxClient."""
+    made = Face(request.param)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def make_face() -> Iterator[Callable[[str], Face]]:
+    """Faces by name (``sync``, ``async``), closed after the test."""
+    made: list[Face] = []
+
+    def make(name: str) -> Face:
+        made.append(Face(name))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for one in made:
+            one.close()
+
+
+@dataclass
+class Request:
+    """A raw HTTP request, split up: header names lower-cased (each must be there once)."""
+
+    line: bytes
+    headers: dict[str, str]
+    body: bytes
+    names: list[bytes]
+
+
+def parse_request(raw: bytes) -> Request:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    line, *lines = head.split(b"\r\n")
+    names = [item.split(b":", 1)[0].lower() for item in lines]
+    headers = {}
+    for item in lines:
+        name, _, value = item.partition(b":")
+        headers[name.decode().lower()] = value.strip().decode()
+    return Request(line, headers, body, names)
 
 
 def envelope(payload: str) -> bytes:

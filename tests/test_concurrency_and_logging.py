@@ -10,7 +10,7 @@ import pytest
 import responses
 from requests import PreparedRequest
 
-from conftest import URL, send_response
+from conftest import URL, CaptureServer, Face, http_reply, send_response
 from faxws import FaxClient, FaxFile, FaxWSError, Recipient
 
 
@@ -45,12 +45,18 @@ CONTENT = b"CONTENT-MARKER-77d0"
 
 @pytest.mark.parametrize("creds", [{"pin": PIN}, {"token": TOKEN}], ids=["pin", "oauth2"])
 def test_no_secret_or_content_in_logs_at_debug(
-    mocked: responses.RequestsMock, caplog: pytest.LogCaptureFixture, creds: dict[str, str]
+    capture_server: type[CaptureServer],
+    caplog: pytest.LogCaptureFixture,
+    creds: dict[str, str],
+    face: Face,
 ) -> None:
-    mocked.post(URL, body=send_response(["J1"]), headers={"x-ch-activity-id": "act-1"})
-    mocked.post(URL, body=b"<oops", status=500)
-    caplog.set_level(logging.DEBUG)  # the root logger: requests', urllib3's and ours
-    client = FaxClient("https://fax.example.com", user_id="mbx1", **creds)  # type: ignore[arg-type]
+    answers = [
+        http_reply(send_response(["J1"]), extra="x-ch-activity-id: act-1\r\n"),
+        http_reply(b"<oops", "500 Internal Server Error"),
+    ]
+    server = capture_server(lambda raw: answers.pop(0))
+    caplog.set_level(logging.DEBUG)  # the root logger: requests', urllib3's, aiohttp's, ours
+    client = face.client(server.url, user_id="mbx1", **creds)
     client.send_fax(["+1 555 0100"], [FaxFile(CONTENT, 101)], "rid-log")
     with pytest.raises(FaxWSError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(CONTENT, 101)], "rid-log2")

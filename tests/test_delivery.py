@@ -1,6 +1,7 @@
 """``maybe_delivered`` comes from bytes written, over real sockets, plain TCP and TLS.
 
-Every case runs a scripted server (tests/scripted.py) and a SendFax with retries allowed:
+Every case runs a scripted server (tests/scripted.py) and a SendFax with retries allowed, from
+each face (FaxClient and AsyncFaxClient):
 after any byte of the request was written, the error says the fax may have been delivered and
 the server saw exactly one request; before the first byte, it says nothing was sent and the
 client tried again.
@@ -8,18 +9,21 @@ client tried again.
 
 from __future__ import annotations
 
+import base64
 import logging
 import select
 import socket
 import ssl
+import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import trustme
 
-from conftest import report_response, send_response
-from faxws import ConnectError, FaxClient, FaxFile, FaxWSError, RequestTimeoutError
-from scripted import Conn, ScriptedServer, reply
+from conftest import Face, report_response, send_response
+from faxws import ConnectError, FaxFile, FaxWSError, RequestTimeoutError
+from scripted import WAIT, Conn, ScriptedServer, reply
 
 USER = "mbx-delivery"
 RETRIES = 2
@@ -44,7 +48,7 @@ def ca_file(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-def client_for(server: ScriptedServer, ca_file: str, **kwargs: object) -> FaxClient:
+def client_for(server: ScriptedServer, ca_file: str, face: Face, **kwargs: object) -> Any:
     options: dict[str, object] = {
         "user_id": USER,
         "pin": "4321",
@@ -54,10 +58,10 @@ def client_for(server: ScriptedServer, ca_file: str, **kwargs: object) -> FaxCli
         "verify": ca_file,
     }
     options.update(kwargs)
-    return FaxClient(server.url("localhost"), **options)  # type: ignore[arg-type]
+    return face.client(server.url("localhost"), **options)
 
 
-def send(client: FaxClient) -> object:
+def send(client: Any) -> object:
     return client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4 one page", 101)], "rid-d")
 
 
@@ -147,6 +151,17 @@ def endless_interim_headers(conn: Conn) -> None:
         conn.send(b"Link: </a.css>; rel=preload\r\n")
 
 
+def body_dripped(conn: Conn) -> None:
+    """The head at once, then the body a byte every 50 ms."""
+    conn.handshake()
+    conn.read_request()
+    head, _, body = ANSWER.partition(b"\r\n\r\n")
+    conn.send(head + b"\r\n\r\n")
+    for byte in body:
+        conn.send(bytes([byte]))
+        conn.server.stopping.wait(0.05)  # the server's pace, not a synchronization
+
+
 def drip(data: bytes) -> Callable[[Conn], None]:
     """Sends ``data`` a byte at a time, a byte every 50 ms, for as long as the client
     listens (a slow-loris answer)."""
@@ -182,6 +197,7 @@ AFTER_WRITE = {
         False,
         RequestTimeoutError,
     ),
+    "body dripped": (body_dripped, False, RequestTimeoutError),
     "final head dripped": (
         drip(reply(send_response(["J1"]), extra="X-Pad: " + "p" * 1000 + "\r\n")),
         True,
@@ -196,6 +212,7 @@ def test_failure_after_the_first_byte_is_maybe_delivered_and_never_resent(
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,
     ca_file: str,
+    face: Face,
 ) -> None:
     script, tls, error_type = AFTER_WRITE[case]
     server = serve(script, tls=server_tls if tls else None)
@@ -203,7 +220,7 @@ def test_failure_after_the_first_byte_is_maybe_delivered_and_never_resent(
     # A dripping server would hold a client without a deadline for the server's whole
     # patience (30 s); the client's read time-out is 1 s.
     with pytest.raises(FaxWSError) as info:
-        send(client_for(server, ca_file, timeout=timeout))
+        send(client_for(server, ca_file, face, timeout=timeout))
     assert isinstance(info.value, error_type)
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-d"
@@ -225,6 +242,7 @@ def test_an_answer_sent_before_the_body_is_complete_is_read(
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,
     ca_file: str,
+    face: Face,
 ) -> None:
     def script(conn: Conn) -> None:
         conn.handshake()
@@ -233,7 +251,7 @@ def test_an_answer_sent_before_the_body_is_complete_is_read(
         conn.hold()  # then reading the rest, as HTTP asks of a server that answers early
 
     server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10)
-    client = client_for(server, ca_file)
+    client = client_for(server, ca_file, face)
     document = FaxFile(b"\0" * (16 << 20), 101)  # far more than the socket buffers hold
     if error_type is None:
         assert client.send_fax(["+1 555 0100"], [document]).job_ids == ("J1",)
@@ -264,6 +282,7 @@ def test_interim_responses_are_read_past_to_the_final_answer(
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,
     ca_file: str,
+    face: Face,
 ) -> None:
     def script(conn: Conn) -> None:
         conn.handshake()
@@ -271,7 +290,7 @@ def test_interim_responses_are_read_past_to_the_final_answer(
         conn.send(interim + ANSWER)
 
     server = serve(script, tls=server_tls if tls else None)
-    result = send(client_for(server, ca_file))
+    result = send(client_for(server, ca_file, face))
     assert result.job_ids == ("J1",)  # type: ignore[attr-defined]
     assert len(server.received) == 1
 
@@ -309,11 +328,12 @@ def test_failure_before_the_first_byte_is_not_delivered_and_retried(
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,
     ca_file: str,
+    face: Face,
 ) -> None:
     script, options, error_type = BEFORE_WRITE[case]
     server = serve(script, tls=server_tls)
     with pytest.raises(FaxWSError) as info:
-        send(client_for(server, ca_file, **options))
+        send(client_for(server, ca_file, face, **options))
     assert isinstance(info.value, error_type)
     assert info.value.maybe_delivered is False
     assert info.value.request_id == "rid-d"
@@ -323,24 +343,29 @@ def test_failure_before_the_first_byte_is_not_delivered_and_retried(
 
 
 def test_wrong_host_name_in_certificate_is_not_delivered(
-    serve: Callable[..., ScriptedServer], ca: trustme.CA, ca_file: str
+    serve: Callable[..., ScriptedServer],
+    ca: trustme.CA,
+    ca_file: str,
+    face: Face,
 ) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("other.example").configure_cert(context)
     server = serve(tls_handshake, tls=context)
     with pytest.raises(ConnectError) as info:
-        send(client_for(server, ca_file))
+        send(client_for(server, ca_file, face))
     assert info.value.maybe_delivered is False
     assert "certificate" in info.value.message
     assert server.received == []
 
 
 def test_connection_refused_is_retried_and_names_its_cause(
-    caplog: pytest.LogCaptureFixture, refused_port: int
+    caplog: pytest.LogCaptureFixture,
+    refused_port: int,
+    face: Face,
 ) -> None:
     port = refused_port
     caplog.set_level(logging.INFO, logger="faxws")
-    client = FaxClient(
+    client = face.client(
         f"http://127.0.0.1:{port}", user_id=USER, pin="4321", retries=RETRIES, retry_backoff=0
     )
     with pytest.raises(ConnectError) as info:
@@ -352,21 +377,31 @@ def test_connection_refused_is_retried_and_names_its_cause(
 
 
 def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(
-    serve: Callable[..., ScriptedServer], ca_file: str
+    serve: Callable[..., ScriptedServer],
+    ca_file: str,
+    face: Face,
 ) -> None:
+    idle = threading.Event()
+
     def script(conn: Conn) -> None:
         conn.read_request()
-        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then closed
+        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then
+        idle.wait(WAIT)  # closed while the client holds it idle in its pool
 
     server = serve(script)
-    client = client_for(server, ca_file)
+    client = client_for(server, ca_file, face, retries=0)  # replaced, not retried
     send(client)
+    idle.set()
+    server.wait_served(1)  # the server has closed the pooled connection
     send(client)
     assert len(server.requests) == 2
+    assert server.connections == 2
 
 
 def test_reports_are_retried_after_a_failure_past_the_first_byte(
-    serve: Callable[..., ScriptedServer], ca_file: str
+    serve: Callable[..., ScriptedServer],
+    ca_file: str,
+    face: Face,
 ) -> None:
     answers = iter([None, reply(report_response())])
 
@@ -379,7 +414,7 @@ def test_reports_are_retried_after_a_failure_past_the_first_byte(
             conn.send(answer)
 
     server = serve(script)
-    result = client_for(server, ca_file).get_fax_broadcast_report("J1", request_id="rid-r")
+    result = client_for(server, ca_file, face).get_fax_broadcast_report("J1", request_id="rid-r")
     assert result.request_id == "rid-r"
     assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-r", "rid-r"]
 
@@ -400,11 +435,13 @@ def relay(a: socket.socket, b: socket.socket) -> None:
             (b if src is a else a).sendall(data)
 
 
-def connect_proxy(allow: bool) -> Callable[[Conn], None]:
+def connect_proxy(allow: bool, heads: list[bytes] | None = None) -> Callable[[Conn], None]:
     def script(conn: Conn) -> None:
         head = conn.read_head()
         assert head is not None
         assert head.startswith(b"CONNECT localhost:")
+        if heads is not None:
+            heads.append(head)
         if not allow:
             conn.send(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
             return
@@ -423,11 +460,14 @@ def answer_once(conn: Conn) -> None:
 
 
 def test_a_proxy_refusing_connect_is_not_delivered_and_retried(
-    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
 ) -> None:
     target = serve(answer_once, tls=server_tls)
     proxy = serve(connect_proxy(allow=False))
-    client = client_for(target, ca_file, proxies={"https": proxy.url()})
+    client = client_for(target, ca_file, face, proxies={"https": proxy.url()})
     with pytest.raises(ConnectError) as info:
         send(client)
     assert info.value.maybe_delivered is False
@@ -436,11 +476,14 @@ def test_a_proxy_refusing_connect_is_not_delivered_and_retried(
 
 
 def test_a_tunnel_through_a_proxy_is_recorded_from_the_request_on(
-    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
 ) -> None:
     target = serve(reset_after_request, tls=server_tls)
     proxy = serve(connect_proxy(allow=True))
-    client = client_for(target, ca_file, proxies={"https": proxy.url()})
+    client = client_for(target, ca_file, face, proxies={"https": proxy.url()})
     with pytest.raises(FaxWSError) as info:
         send(client)
     assert info.value.maybe_delivered is True
@@ -449,10 +492,65 @@ def test_a_tunnel_through_a_proxy_is_recorded_from_the_request_on(
 
 
 def test_a_tunnel_through_a_proxy_carries_the_call(
-    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
 ) -> None:
     target = serve(answer_once, tls=server_tls)
     proxy = serve(connect_proxy(allow=True))
-    client = client_for(target, ca_file, proxies={"https": proxy.url()})
+    client = client_for(target, ca_file, face, proxies={"https": proxy.url()})
     assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
     assert len(target.requests) == 1
+
+
+def test_a_proxy_that_never_answers_connect_is_a_connect_time_out(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+) -> None:
+    def silent_proxy(conn: Conn) -> None:
+        conn.read_head()  # the CONNECT request, never answered
+        conn.hold()
+
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(silent_proxy)
+    client = client_for(target, ca_file, face, proxies={"https": proxy.url()}, timeout=(0.5, 5))
+    with pytest.raises(RequestTimeoutError) as info:
+        send(client)
+    assert info.value.maybe_delivered is False
+    proxy.wait_served(RETRIES + 1)
+    assert proxy.connections == RETRIES + 1
+    assert target.connections == 0
+
+
+def test_proxy_credentials_go_in_the_connect_request(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+) -> None:
+    heads: list[bytes] = []
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(connect_proxy(allow=True, heads=heads))
+    with_credentials = f"http://user%40corp:p%3Ass@127.0.0.1:{proxy.port}"
+    client = client_for(target, ca_file, face, proxies={"https": with_credentials})
+    assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
+    [head] = heads
+    expected = b"Basic " + base64.b64encode(b"user@corp:p:ss")
+    fields = [line.partition(b":") for line in head.split(b"\r\n")[1:]]
+    assert [v.strip() for k, _, v in fields if k.lower() == b"proxy-authorization"] == [expected]
+    assert b"user%40corp" not in target.requests[0].head  # the service never sees them
+
+
+def test_a_server_that_stops_reading_the_body_is_a_time_out(
+    serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    def stop_reading(conn: Conn) -> None:
+        conn.read_head()
+        conn.server.headers_read.set()
+        conn.server.stopping.wait(WAIT)  # reads nothing more until the test ends
+
+    server = serve(stop_reading, rcvbuf=64 << 10)
+    client = client_for(server, ca_file, face, timeout=(5, 1))
+    document = FaxFile(b"\0" * (32 << 20), 101)  # far more than the socket buffers hold
+    with pytest.raises(RequestTimeoutError) as info:
+        client.send_fax(["+1 555 0100"], [document], "rid-stall")
+    assert info.value.maybe_delivered is True
+    assert info.value.request_id == "rid-stall"
+    assert server.connections == 1

@@ -1,9 +1,10 @@
 """The service gets exactly the document, or nothing it could accept.
 
-Each test sends over a real socket to a scripted server and compares what the server decoded
-with the file. When a document changes while it is being sent, the body is never completed
-(the server reads fewer bytes than Content-Length announced) and the call raises
-DocumentError; ``maybe_delivered`` is True once bytes went out.
+Each test sends over a real socket to a scripted server, from each face (FaxClient and
+AsyncFaxClient), and compares what the server decoded with the file. When a document changes
+while it is being sent, the body is never completed (the server reads fewer bytes than
+Content-Length announced) and the call raises DocumentError; ``maybe_delivered`` is True once
+bytes went out.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import send_response
+from conftest import Face, send_response
 from faxws import BadInputError, DocumentError, FaxClient, FaxFile, FaxWSError
 from scripted import Conn, ScriptedServer, reply
 
@@ -32,8 +34,8 @@ def answering(conn: Conn) -> None:
         conn.send(ANSWER)
 
 
-def client(server: ScriptedServer) -> FaxClient:
-    return FaxClient(server.url(), user_id="u", pin="1234", retries=2, retry_backoff=0)
+def client(server: ScriptedServer, face: Face) -> Any:
+    return face.client(server.url(), user_id="u", pin="1234", retries=2, retry_backoff=0)
 
 
 def pattern(size: int, seed: int = 0) -> bytes:
@@ -80,11 +82,14 @@ class ShortReads(io.RawIOBase):
     ],  # one byte a read for 3 MiB adds only time
 )
 def test_short_reads_are_sent_whole_with_a_true_content_length(
-    serve: Callable[..., ScriptedServer], limit: int, size: int
+    serve: Callable[..., ScriptedServer],
+    limit: int,
+    size: int,
+    face: Face,
 ) -> None:
     data = pattern(size)
     server = serve(answering)
-    client(server).send_fax(["+1 555 0100"], [FaxFile(ShortReads(data, limit), 101)])
+    client(server, face).send_fax(["+1 555 0100"], [FaxFile(ShortReads(data, limit), 101)])
     [request] = server.requests
     assert int(request.header("Content-Length") or 0) == len(request.body)
     assert request.documents() == [data]
@@ -92,7 +97,9 @@ def test_short_reads_are_sent_whole_with_a_true_content_length(
 
 
 def test_a_file_that_grew_before_the_send_is_sent_whole(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(b"%PDF-1.4 first page\n")
@@ -100,24 +107,29 @@ def test_a_file_that_grew_before_the_send_is_sent_whole(
     with path.open("ab") as fh:  # the scanner goes on writing
         fh.write(b"second page\n" * 1000)
     server = serve(answering)
-    client(server).send_fax(["+1 555 0100"], [document])
+    client(server, face).send_fax(["+1 555 0100"], [document])
     assert server.requests[0].documents() == [path.read_bytes()]
 
 
 def test_a_file_that_shrank_before_the_send_is_sent_as_it_is_now(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "a.pdf"
     path.write_bytes(b"x" * 5000)
     document = FaxFile.from_path(path)
     path.write_bytes(b"y" * 10)
     server = serve(answering)
-    client(server).send_fax(["+1 555 0100"], [document])
+    client(server, face).send_fax(["+1 555 0100"], [document])
     assert server.requests[0].documents() == [b"y" * 10]
 
 
 def change_while_sending(
-    serve: Callable[..., ScriptedServer], change: Callable[[], None], document: FaxFile
+    serve: Callable[..., ScriptedServer],
+    change: Callable[[], None],
+    document: FaxFile,
+    face: Face,
 ) -> tuple[ScriptedServer, FaxWSError]:
     """Send ``document``; the server reads the head, waits until ``change`` ran, then reads
     on. The server's small receive buffer stops the client long before the file's end."""
@@ -132,7 +144,7 @@ def change_while_sending(
 
     def run() -> None:
         try:
-            client(server).send_fax(["+1 555 0100"], [document])
+            client(server, face).send_fax(["+1 555 0100"], [document])
         except FaxWSError as exc:
             errors.append(exc)
 
@@ -151,7 +163,9 @@ def change_while_sending(
 
 
 def test_a_file_that_grows_while_being_sent_is_never_completed(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(pattern(BIG))
@@ -160,7 +174,7 @@ def test_a_file_that_grows_while_being_sent_is_never_completed(
         with path.open("ab") as fh:
             fh.write(b"late page")
 
-    server, error = change_while_sending(serve, grow, FaxFile.from_path(path))
+    server, error = change_while_sending(serve, grow, FaxFile.from_path(path), face)
     assert isinstance(error, DocumentError)
     assert "grew" in error.message
     assert error.maybe_delivered is True
@@ -169,7 +183,9 @@ def test_a_file_that_grows_while_being_sent_is_never_completed(
 
 
 def test_a_file_that_shrinks_while_being_sent_is_never_completed(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(pattern(BIG))
@@ -177,7 +193,7 @@ def test_a_file_that_shrinks_while_being_sent_is_never_completed(
     def shrink() -> None:
         os.truncate(path, BIG // 2)
 
-    server, error = change_while_sending(serve, shrink, FaxFile.from_path(path))
+    server, error = change_while_sending(serve, shrink, FaxFile.from_path(path), face)
     assert isinstance(error, DocumentError)
     assert "shrank" in error.message
     assert error.maybe_delivered is True
@@ -200,11 +216,12 @@ class FailingRead(io.BytesIO):
 
 def test_a_file_object_failing_mid_send_is_a_document_error_and_never_completed(
     serve: Callable[..., ScriptedServer],
+    face: Face,
 ) -> None:
     server = serve(answering)
     stream = FailingRead(pattern(3 << 20), fail_at=2 << 20)
     with pytest.raises(DocumentError) as info:
-        client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101)], request_id="rid-io")
+        client(server, face).send_fax(["+1 555 0100"], [FaxFile(stream, 101)], request_id="rid-io")
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-io"
     assert "Input/output error" in info.value.message
@@ -216,25 +233,28 @@ def test_a_file_object_failing_mid_send_is_a_document_error_and_never_completed(
 
 def test_a_small_file_object_failing_is_refused_before_anything_is_sent(
     serve: Callable[..., ScriptedServer],
+    face: Face,
 ) -> None:
     server = serve(answering)
     stream = FailingRead(pattern(5000), fail_at=100)
     with pytest.raises(DocumentError) as info:
-        client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
+        client(server, face).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
     assert info.value.maybe_delivered is False
     assert server.connections == 0
 
 
 @pytest.mark.parametrize("size", [5000, 3 << 20], ids=["small", "streamed"])
 def test_a_closed_file_object_is_refused_before_anything_is_sent(
-    serve: Callable[..., ScriptedServer], size: int
+    serve: Callable[..., ScriptedServer],
+    size: int,
+    face: Face,
 ) -> None:
     server = serve(answering)
     stream = io.BytesIO(pattern(size))
     document = FaxFile(stream, 101)
     stream.close()
     with pytest.raises(DocumentError) as info:
-        client(server).send_fax(["+1 555 0100"], [document], request_id="rid-closed")
+        client(server, face).send_fax(["+1 555 0100"], [document], request_id="rid-closed")
     assert info.value.maybe_delivered is False
     assert info.value.request_id == "rid-closed"
     assert "closed" in info.value.message
@@ -242,7 +262,9 @@ def test_a_closed_file_object_is_refused_before_anything_is_sent(
 
 
 def test_a_deleted_file_is_refused_before_anything_is_sent(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "gone.pdf"
     path.write_bytes(b"%PDF")
@@ -250,7 +272,7 @@ def test_a_deleted_file_is_refused_before_anything_is_sent(
     path.unlink()
     server = serve(answering)
     with pytest.raises(DocumentError) as info:
-        client(server).send_fax(["+1 555 0100"], [document])
+        client(server, face).send_fax(["+1 555 0100"], [document])
     assert info.value.maybe_delivered is False
     assert "gone.pdf" in info.value.message
     assert server.connections == 0
@@ -262,7 +284,7 @@ def test_one_file_object_sent_from_two_threads_arrives_intact_twice(
     data = pattern(3 << 20, seed=3)
     document = FaxFile(ShortReads(data, 100_000), 101)
     server = serve(answering)
-    shared = client(server)
+    shared = FaxClient(server.url(), user_id="u", pin="1234")
     start = threading.Barrier(2)
     errors: list[BaseException] = []
 
@@ -283,10 +305,12 @@ def test_one_file_object_sent_from_two_threads_arrives_intact_twice(
     assert [r.documents() for r in server.requests] == [[data], [data]]
 
 
-def test_one_file_object_twice_in_one_request(serve: Callable[..., ScriptedServer]) -> None:
+def test_one_file_object_twice_in_one_request(
+    serve: Callable[..., ScriptedServer], face: Face
+) -> None:
     stream = io.BytesIO(pattern(2 << 20))
     server = serve(answering)
-    client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101), FaxFile(stream, 101)])
+    client(server, face).send_fax(["+1 555 0100"], [FaxFile(stream, 101), FaxFile(stream, 101)])
     assert server.requests[0].documents() == [stream.getvalue()] * 2
 
 
@@ -296,7 +320,9 @@ def discarding(conn: Conn) -> None:
 
 
 def test_a_large_document_costs_memory_of_a_few_chunks_not_of_its_size(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     import tracemalloc
 
@@ -305,7 +331,7 @@ def test_a_large_document_costs_memory_of_a_few_chunks_not_of_its_size(
     with path.open("wb") as fh:
         fh.truncate(size)  # sparse: no memory or disk to make it
     server = serve(discarding)
-    fax = client(server)
+    fax = client(server, face)
     tracemalloc.start()
     try:
         fax.send_fax(["+1 555 0100"], [FaxFile.from_path(path)])
@@ -330,11 +356,13 @@ class ByteArrayReads(io.BytesIO):
 
 @pytest.mark.parametrize("kind", [NoSeekResult, ByteArrayReads])
 def test_legal_but_unusual_file_objects_are_sent_whole(
-    serve: Callable[..., ScriptedServer], kind: type[io.BytesIO]
+    serve: Callable[..., ScriptedServer],
+    kind: type[io.BytesIO],
+    face: Face,
 ) -> None:
     data = pattern(3 << 20, seed=5)
     server = serve(answering)
-    client(server).send_fax(["+1 555 0100"], [FaxFile(kind(data), 101)])
+    client(server, face).send_fax(["+1 555 0100"], [FaxFile(kind(data), 101)])
     assert server.requests[0].documents() == [data]
 
 
@@ -357,7 +385,7 @@ def test_whatever_a_file_object_raises_at_construction_is_bad_input() -> None:
             assert "cannot read the file object" in info.value.problem
 
 
-def test_a_fifo_or_device_is_refused_at_once(tmp_path: Path) -> None:
+def test_a_fifo_or_device_is_refused_at_once(tmp_path: Path, face: Face) -> None:
     fifo = tmp_path / "pipe.pdf"
     os.mkfifo(fifo)  # nothing will ever write to it: opening it for reading would block
     for action in (lambda: FaxFile.from_path(fifo), lambda: FaxFile(Path("/dev/zero"), 101)):
@@ -365,12 +393,14 @@ def test_a_fifo_or_device_is_refused_at_once(tmp_path: Path) -> None:
             action()
         assert "not a regular file" in info.value.problem
     with pytest.raises(BadInputError) as verify:
-        FaxClient("https://fax.example.com", user_id="u", pin="1", verify=str(fifo))
+        face.client("https://fax.example.com", user_id="u", pin="1", verify=str(fifo))
     assert verify.value.field == "verify"
 
 
 def test_a_fifo_swapped_in_after_construction_is_refused_before_sending(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
+    serve: Callable[..., ScriptedServer],
+    tmp_path: Path,
+    face: Face,
 ) -> None:
     path = tmp_path / "a.pdf"
     path.write_bytes(b"%PDF")
@@ -379,7 +409,7 @@ def test_a_fifo_swapped_in_after_construction_is_refused_before_sending(
     os.mkfifo(path)
     server = serve(answering)
     with pytest.raises(DocumentError) as info:
-        client(server).send_fax(["+1 555 0100"], [document])
+        client(server, face).send_fax(["+1 555 0100"], [document])
     assert "not a regular file" in info.value.message
     assert server.connections == 0
 
@@ -397,6 +427,7 @@ class SlowSeekToEnd(io.BytesIO):
 
 def test_making_a_fax_file_from_a_stream_being_sent_waits_for_that_send(
     serve: Callable[..., ScriptedServer],
+    face: Face,
 ) -> None:
     data = pattern(BIG)
     stream = SlowSeekToEnd(data)
@@ -412,7 +443,7 @@ def test_making_a_fax_file_from_a_stream_being_sent_waits_for_that_send(
 
     def send() -> None:
         try:
-            client(server).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
+            client(server, face).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
         except BaseException as exc:
             errors.append(exc)
 

@@ -1,7 +1,7 @@
 """Reliability under hostile responses and network faults; each guarantee is a named test.
 
 Every case asserts the typed error, the ``maybe_delivered`` flag, and that a SendFax reached
-the service at most once.
+the service at most once, for each face (FaxClient and AsyncFaxClient).
 """
 
 from __future__ import annotations
@@ -13,13 +13,22 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 import responses
 import urllib3
 
-from conftest import URL, CaptureServer, envelope, http_reply, report_response, send_response
+from conftest import (
+    URL,
+    CaptureServer,
+    Face,
+    envelope,
+    http_reply,
+    report_response,
+    send_response,
+)
 from faxws import (
     AuthenticationError,
     ConnectError,
@@ -50,7 +59,7 @@ def peak_memory() -> Iterator[list[int]]:
         tracemalloc.stop()
 
 
-def send(client: FaxClient) -> object:
+def send(client: Any) -> object:
     return client.send_fax(["+1 555 0100"], [PDF], request_id="rid-rel")
 
 
@@ -122,7 +131,10 @@ def hostile_bodies(marker: Path, dtd_url: str) -> Iterator[tuple[str, bytes, str
     ],
 )
 def test_hostile_response_gives_a_protocol_error(
-    capture_server: type[CaptureServer], marker_file: Path, case: str
+    capture_server: type[CaptureServer],
+    marker_file: Path,
+    case: str,
+    face: Face,
 ) -> None:
     dtd_server = capture_server(lambda raw: http_reply(b'<!ENTITY x "DTD-FETCHED">'))
     bodies = {
@@ -131,7 +143,7 @@ def test_hostile_response_gives_a_protocol_error(
     }
     raw, words = bodies[case]
     server = capture_server(lambda request: raw)
-    client = FaxClient(server.url, user_id="u", pin="1")
+    client = face.client(server.url, user_id="u", pin="1")
     with peak_memory() as peak, pytest.raises(ProtocolError) as info:
         client.get_fax_broadcast_report("J1", request_id="rid-hostile")
     assert peak[0] < 20 * 1024 * 1024
@@ -145,10 +157,12 @@ def test_hostile_response_gives_a_protocol_error(
     assert dtd_server.captured.requests == []
 
 
-def test_html_error_page_is_an_http_status_error(capture_server: type[CaptureServer]) -> None:
+def test_html_error_page_is_an_http_status_error(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
     page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
     server = capture_server(lambda raw: http_reply(page, "502 Bad Gateway"))
-    client = FaxClient(server.url, user_id="u", pin="1", retries=0)
+    client = face.client(server.url, user_id="u", pin="1", retries=0)
     with pytest.raises(HTTPStatusError) as info:
         send(client)
     assert (info.value.status_code, info.value.maybe_delivered) == (502, True)
@@ -157,17 +171,18 @@ def test_html_error_page_is_an_http_status_error(capture_server: type[CaptureSer
 
 def test_fifty_megabyte_junk_body_is_refused_in_bounded_memory(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     reply = http_reply(b"J" * (50 * 1024 * 1024))  # built before memory is traced
     server = capture_server(lambda raw: reply)
-    client = FaxClient(server.url, user_id="u", pin="1")
+    client = face.client(server.url, user_id="u", pin="1")
     with peak_memory() as peak, pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
         send(client)
     assert peak[0] < 25 * 1024 * 1024  # the 10 MiB cap, not the 50 MB body
     assert len(server.captured.requests) == 1
 
 
-def test_fault_with_a_huge_detail(capture_server: type[CaptureServer]) -> None:
+def test_fault_with_a_huge_detail(capture_server: type[CaptureServer], face: Face) -> None:
     detail = "D" * (5 * 1024 * 1024)
     body = envelope(
         f"<SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode><faultstring>{'x' * 5000}"
@@ -175,7 +190,7 @@ def test_fault_with_a_huge_detail(capture_server: type[CaptureServer]) -> None:
     )
     server = capture_server(lambda raw: http_reply(body, "500 Internal Server Error"))
     with pytest.raises(SoapFaultError) as info:
-        send(FaxClient(server.url, user_id="u", pin="1"))
+        send(face.client(server.url, user_id="u", pin="1"))
     assert len(info.value.fault_string) <= 500
     assert len(str(info.value)) < 700
     assert "DDDD" not in str(info.value)
@@ -183,10 +198,11 @@ def test_fault_with_a_huge_detail(capture_server: type[CaptureServer]) -> None:
 
 def test_html_page_with_status_200_is_a_protocol_error(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     server = capture_server(lambda raw: http_reply(b"<html><body>Maintenance</body></html>"))
     with pytest.raises(ProtocolError, match="not a SOAP envelope"):
-        send(FaxClient(server.url, user_id="u", pin="1"))
+        send(face.client(server.url, user_id="u", pin="1"))
 
 
 # -- network faults ----------------------------------------------------------------------------
@@ -198,16 +214,18 @@ def sim() -> Iterator[FaxWSSimulator]:
         yield s
 
 
-def client_for(sim: FaxWSSimulator, **kw: object) -> FaxClient:
+def client_for(sim: FaxWSSimulator, face: Face, **kw: object) -> Any:
     kw.setdefault("retries", 2)
     kw.setdefault("retry_backoff", 0.01)
-    return FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, **kw)  # type: ignore[arg-type]
+    return face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, **kw)
 
 
-def test_connection_refused_is_not_delivered_and_may_be_retried(refused_port: int) -> None:
+def test_connection_refused_is_not_delivered_and_may_be_retried(
+    refused_port: int, face: Face
+) -> None:
     port = refused_port
     started = time.monotonic()
-    client = FaxClient(
+    client = face.client(
         f"http://127.0.0.1:{port}", user_id="u", pin="1", retries=2, retry_backoff=0.05
     )
     with pytest.raises(ConnectError) as info:
@@ -227,7 +245,7 @@ def test_send_fax_is_retried_after_a_refused_connection(mocked: responses.Reques
     assert [c.request.headers["x-ch-request-id"] for c in mocked.calls] == ["rid-retry"] * 2
 
 
-def test_connect_timeout_is_not_delivered() -> None:
+def test_connect_timeout_is_not_delivered(face: Face) -> None:
     # A listener whose backlog is full: the kernel drops further SYNs, so connect() hangs.
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -242,7 +260,7 @@ def test_connect_timeout_is_not_delivered() -> None:
             fillers.append(f)
         # Once the first filler is connected the accept queue is full: later SYNs are dropped.
         assert select.select([], [fillers[0]], [], 30)[1]
-        client = FaxClient(
+        client = face.client(
             f"http://127.0.0.1:{port}", user_id="u", pin="1", timeout=(0.3, 60), retries=0
         )
         with pytest.raises(RequestTimeoutError) as info:
@@ -275,12 +293,16 @@ FAULT_CASES = [
     [pytest.param(f, e, m, id=i) for i, f, e, m in FAULT_CASES],
 )
 def test_send_fax_fault_maps_to_typed_error_and_is_sent_once(
-    sim: FaxWSSimulator, fault: Fault, error: type[FaxWSError], maybe_delivered: bool
+    sim: FaxWSSimulator,
+    fault: Fault,
+    error: type[FaxWSError],
+    maybe_delivered: bool,
+    face: Face,
 ) -> None:
     operation = None if fault.kind == "close_before_read" else "SendFax"
     sim.inject(fault, operation=operation, times=5)
     with pytest.raises(error) as info:
-        send(client_for(sim, timeout=(2, 0.5)))
+        send(client_for(sim, face, timeout=(2, 0.5)))
     assert info.value.maybe_delivered is maybe_delivered
     assert info.value.request_id == "rid-rel"
     assert len(sim.requests) == 1
@@ -298,9 +320,11 @@ def test_send_fax_fault_maps_to_typed_error_and_is_sent_once(
     ids=["502", "503", "504", "close-after-read", "reset"],
 )
 def test_report_is_retried_with_backoff_and_the_same_request_id(
-    sim: FaxWSSimulator, fault: Fault
+    sim: FaxWSSimulator,
+    fault: Fault,
+    face: Face,
 ) -> None:
-    client = client_for(sim, retries=2, retry_backoff=0.05)
+    client = client_for(sim, face, retries=2, retry_backoff=0.05)
     job = client.send_fax(["+1 555 0100"], [PDF]).job_ids[0]
     sim.inject(fault, operation="GetFaxBroadcastReport", times=2)
     started = time.monotonic()
@@ -311,9 +335,9 @@ def test_report_is_retried_with_backoff_and_the_same_request_id(
     assert result.request_id == "rid-again"
 
 
-def test_report_retries_default_to_two(sim: FaxWSSimulator) -> None:
+def test_report_retries_default_to_two(sim: FaxWSSimulator, face: Face) -> None:
     sim.inject(Fault.http_status(503), operation="GetFaxBroadcastReport", times=10)
-    client = FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retry_backoff=0)
+    client = face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retry_backoff=0)
     with pytest.raises(HTTPStatusError):
         client.get_fax_broadcast_report("J1")
     assert len(sim.requests) == 3
@@ -325,28 +349,34 @@ def test_report_retries_default_to_two(sim: FaxWSSimulator) -> None:
     ids=["fault", "service-error"],
 )
 def test_report_is_never_retried_on_faults_or_service_errors(
-    sim: FaxWSSimulator, fault: Fault, error: type[FaxWSError]
+    sim: FaxWSSimulator,
+    fault: Fault,
+    error: type[FaxWSError],
+    face: Face,
 ) -> None:
     sim.inject(fault, operation="GetFaxBroadcastReport", times=5)
     with pytest.raises(error):
-        client_for(sim).get_fax_broadcast_report("J1")
+        client_for(sim, face).get_fax_broadcast_report("J1")
     assert len(sim.requests) == 1
 
 
 def test_fifty_megabyte_chunked_junk_is_cut_off_at_the_cap(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     block = b"J" * (1024 * 1024)
     chunk = b"%x\r\n%s\r\n" % (len(block), block)
     reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 50 + b"0\r\n\r\n"
     server = capture_server(lambda raw: reply)
-    client = FaxClient(server.url, user_id="u", pin="1")
+    client = face.client(server.url, user_id="u", pin="1")
     with peak_memory() as peak, pytest.raises(ProtocolError, match="larger than 10485760 bytes"):
         send(client)
     assert peak[0] < 25 * 1024 * 1024
 
 
-def test_a_dtd_in_a_utf16_response_is_refused(capture_server: type[CaptureServer]) -> None:
+def test_a_dtd_in_a_utf16_response_is_refused(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
     body = (
         '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE r [<!ENTITY x "MARKER-U16">]>'
         '<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>'
@@ -355,15 +385,15 @@ def test_a_dtd_in_a_utf16_response_is_refused(capture_server: type[CaptureServer
     ).encode("utf-16")
     server = capture_server(lambda raw: http_reply(body))
     with pytest.raises(ProtocolError, match="DTD") as info:
-        FaxClient(server.url, user_id="u", pin="1").get_fax_broadcast_report("J")
+        face.client(server.url, user_id="u", pin="1").get_fax_broadcast_report("J")
     assert "MARKER-U16" not in str(info.value)
 
 
-def test_a_token_endpoint_failure_carries_the_calls_request_id(refused_port: int) -> None:
-    from faxws.oauth import ClientCredentials
-
-    provider = ClientCredentials(f"http://127.0.0.1:{refused_port}/token", "cid", "secret")
-    client = FaxClient("https://fax.example.com", user_id="u", token=provider, retries=0)
+def test_a_token_endpoint_failure_carries_the_calls_request_id(
+    refused_port: int, face: Face
+) -> None:
+    provider = face.provider(f"http://127.0.0.1:{refused_port}/token", "cid", "secret")
+    client = face.client("https://fax.example.com", user_id="u", token=provider, retries=0)
     with pytest.raises(ConnectError) as info:
         send(client)
     assert info.value.request_id == "rid-rel"
@@ -371,30 +401,30 @@ def test_a_token_endpoint_failure_carries_the_calls_request_id(refused_port: int
     assert "Connection refused" in info.value.message
 
 
-def test_a_failing_token_provider_carries_the_calls_request_id() -> None:
+def test_a_failing_token_provider_carries_the_calls_request_id(face: Face) -> None:
     def provider() -> str:
         raise RuntimeError("vault said: secret-in-message")
 
-    client = FaxClient("https://fax.example.com", user_id="u", token=provider)
+    client = face.client("https://fax.example.com", user_id="u", token=provider)
     with pytest.raises(AuthenticationError) as info:
         send(client)
     assert info.value.request_id == "rid-rel"
     assert "secret-in-message" not in str(info.value)
 
 
-def test_the_token_response_is_read_with_a_size_cap(capture_server: type[CaptureServer]) -> None:
-    from faxws.oauth import ClientCredentials
-
+def test_the_token_response_is_read_with_a_size_cap(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
     huge = b'{"access_token": "' + b"a" * (1 << 20) + b'"}'
     server = capture_server(lambda raw: http_reply(huge))
-    provider = ClientCredentials(f"{server.url}/token", "cid", "secret")
+    provider = face.provider(f"{server.url}/token", "cid", "secret")
     with pytest.raises(ProtocolError) as info:
-        provider()
+        face.fetch_token(provider)
     assert "larger than 65536 bytes" in info.value.message
 
 
 def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
-    mocked: responses.RequestsMock, monkeypatch: pytest.MonkeyPatch
+    capture_server: type[CaptureServer], monkeypatch: pytest.MonkeyPatch, face: Face
 ) -> None:
     import faxws.client
 
@@ -402,14 +432,15 @@ def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
         raise KeyError("bug")
 
     monkeypatch.setattr(faxws.client, "interpret", broken)
-    mocked.post(URL, body=send_response(["J1"]))
-    client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+    server = capture_server(lambda raw: http_reply(send_response(["J1"])))
+    client = face.client(server.url, user_id="u", pin="1")
     with pytest.raises(FaxWSError) as info:
         send(client)
     assert type(info.value) is FaxWSError
     assert info.value.request_id == "rid-rel"
     assert info.value.maybe_delivered is True
     assert isinstance(info.value.__cause__, KeyError)
+    assert len(server.captured.requests) == 1
 
 
 @pytest.mark.parametrize(
@@ -422,14 +453,14 @@ def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
     ids=["html", "500", "not bearer"],
 )
 def test_a_failed_token_fetch_is_never_maybe_delivered(
-    capture_server: type[CaptureServer], answer: bytes
+    capture_server: type[CaptureServer],
+    answer: bytes,
+    face: Face,
 ) -> None:
-    from faxws.oauth import ClientCredentials
-
     token_server = capture_server(lambda raw: answer)
     fax_server = capture_server(lambda raw: http_reply(send_response(["J1"])))
-    provider = ClientCredentials(f"{token_server.url}/token", "cid", "secret")
-    client = FaxClient(fax_server.url, user_id="u", token=provider, retries=0)
+    provider = face.provider(f"{token_server.url}/token", "cid", "secret")
+    client = face.client(fax_server.url, user_id="u", token=provider, retries=0)
     with pytest.raises(FaxWSError) as info:
         send(client)
     assert info.value.maybe_delivered is False  # the fax request was never written
@@ -449,7 +480,10 @@ def test_a_failed_token_fetch_is_never_maybe_delivered(
     ],
 )
 def test_a_server_fault_may_follow_delivery_and_a_client_fault_does_not(
-    capture_server: type[CaptureServer], code: str, maybe_delivered: bool
+    capture_server: type[CaptureServer],
+    code: str,
+    maybe_delivered: bool,
+    face: Face,
 ) -> None:
     from conftest import fault_response
 
@@ -457,7 +491,7 @@ def test_a_server_fault_may_follow_delivery_and_a_client_fault_does_not(
         lambda raw: http_reply(fault_response(code, "Timeout expired"), "500 Internal Error")
     )
     with pytest.raises(SoapFaultError) as info:
-        send(FaxClient(server.url, user_id="u", pin="1", retries=3))
+        send(face.client(server.url, user_id="u", pin="1", retries=3))
     assert info.value.maybe_delivered is maybe_delivered
     assert len(server.captured.requests) == 1
 
@@ -473,7 +507,11 @@ def test_a_server_fault_may_follow_delivery_and_a_client_fault_does_not(
     ids=["external DTD", "external entity", "external parameter entity"],
 )
 def test_a_response_never_makes_the_client_open_an_external_file(
-    capture_server: type[CaptureServer], tripwire: object, form: str, encoding: str
+    capture_server: type[CaptureServer],
+    tripwire: object,
+    form: str,
+    encoding: str,
+    face: Face,
 ) -> None:
     """A UTF-16 answer gets past the byte scan for DOCTYPE; the parser itself must not open
     what it names (a named pipe that records any open)."""
@@ -482,6 +520,6 @@ def test_a_response_never_makes_the_client_open_an_external_file(
     body = document.encode(encoding)
     server = capture_server(lambda raw: http_reply(body))
     with pytest.raises(ProtocolError, match="DTD"):
-        send(FaxClient(server.url, user_id="u", pin="1", retries=0))
+        send(face.client(server.url, user_id="u", pin="1", retries=0))
     tripwire.close()  # type: ignore[attr-defined]
     assert tripwire.opened is False  # type: ignore[attr-defined]

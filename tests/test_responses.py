@@ -1,14 +1,24 @@
-"""Responses: typed results, and each kind of failure as its typed error."""
+"""Responses: typed results, and each kind of failure as its typed error, for each face."""
 
 from __future__ import annotations
 
-import pytest
-import responses
+from collections.abc import Callable
+from typing import Any
 
-from conftest import URL, envelope, fault_response, report_response, send_response
+import pytest
+
+from conftest import (
+    CaptureServer,
+    Face,
+    envelope,
+    fault_response,
+    http_reply,
+    parse_request,
+    report_response,
+    send_response,
+)
 from faxws import (
     AuthenticationError,
-    FaxClient,
     FaxFile,
     HTTPStatusError,
     ProtocolError,
@@ -20,21 +30,42 @@ from faxws import (
 PIN = "PIN-SECRET-4711"
 
 
-def pin_client() -> FaxClient:
-    return FaxClient("https://fax.example.com", user_id="mbx1", pin=PIN)
+@pytest.fixture
+def answering(capture_server: type[CaptureServer]) -> Callable[..., CaptureServer]:
+    """A server giving these answers in turn (the last one from then on)."""
+
+    def start(*answers: bytes) -> CaptureServer:
+        queue = list(answers)
+        return capture_server(lambda raw: queue.pop(0) if len(queue) > 1 else queue[0])
+
+    return start
 
 
-def send(client: FaxClient, rid: str = "rid-1") -> SendFaxResult:
-    return client.send_fax(["+1 555 0100", "+1 555 0101"], [FaxFile(b"%PDF", 101)], rid)
+def answer(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> bytes:
+    reasons = {200: "OK", 307: "Temporary Redirect", 401: "Unauthorized", 403: "Forbidden"}
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    return http_reply(body, f"{status} {reasons.get(status, 'Error')}", extra)
 
 
-def test_send_fax_result(mocked: responses.RequestsMock) -> None:
-    mocked.post(
-        URL,
-        body=send_response(["JOB-A", "JOB-B"], ttfp=120),
-        headers={"x-ch-activity-id": "act-9", "x-ch-execution-time": "37"},
+def pin_client(face: Face, server: CaptureServer, **kw: Any) -> Any:
+    return face.client(server.url, user_id="mbx1", pin=PIN, **kw)
+
+
+def send(client: Any, rid: str = "rid-1") -> SendFaxResult:
+    result: SendFaxResult = client.send_fax(
+        ["+1 555 0100", "+1 555 0101"], [FaxFile(b"%PDF", 101)], rid
     )
-    result = send(pin_client())
+    return result
+
+
+def test_send_fax_result(answering: Callable[..., CaptureServer], face: Face) -> None:
+    server = answering(
+        answer(
+            send_response(["JOB-A", "JOB-B"], ttfp=120),
+            headers={"x-ch-activity-id": "act-9", "x-ch-execution-time": "37"},
+        )
+    )
+    result = send(pin_client(face, server))
     assert result == SendFaxResult(
         job_ids=("JOB-A", "JOB-B"),
         ttfp=120,
@@ -46,17 +77,19 @@ def test_send_fax_result(mocked: responses.RequestsMock) -> None:
         result.ttfp = 1  # type: ignore[misc]
 
 
-def test_report_result(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=report_response(), headers={"x-ch-activity-id": "act-1"})
-    result = pin_client().get_fax_broadcast_report("JOB-A", request_id="r2")
+def test_report_result(answering: Callable[..., CaptureServer], face: Face) -> None:
+    server = answering(answer(report_response(), headers={"x-ch-activity-id": "act-1"}))
+    result = pin_client(face, server).get_fax_broadcast_report("JOB-A", request_id="r2")
     assert (result.job_id, result.request_id, result.activity_id) == ("JOB-A", "r2", "act-1")
     assert result.execution_time_ms is None
 
 
-def test_unknown_job_is_a_service_error_with_code(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=report_response(ok=False, code=-5019, text="Invalid Job ID"))
+def test_unknown_job_is_a_service_error_with_code(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
+    server = answering(answer(report_response(ok=False, code=-5019, text="Invalid Job ID")))
     with pytest.raises(ServiceError) as info:
-        pin_client().get_fax_broadcast_report("NOPE", request_id="r3")
+        pin_client(face, server).get_fax_broadcast_report("NOPE", request_id="r3")
     err = info.value
     assert (err.code, err.error_string, err.request_id, err.status_code) == (
         -5019,
@@ -69,24 +102,27 @@ def test_unknown_job_is_a_service_error_with_code(mocked: responses.RequestsMock
 
 
 def test_nonzero_wserror_with_return_true_is_a_service_error(
-    mocked: responses.RequestsMock,
+    answering: Callable[..., CaptureServer],
+    face: Face,
 ) -> None:
-    mocked.post(URL, body=send_response(["J"], ok=True, code=-7, text="quota"))
+    server = answering(answer(send_response(["J"], ok=True, code=-7, text="quota")))
     with pytest.raises(ServiceError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     assert info.value.code == -7
 
 
-def test_return_false_without_code_is_a_service_error(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=report_response(ok=False))
+def test_return_false_without_code_is_a_service_error(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
+    server = answering(answer(report_response(ok=False)))
     with pytest.raises(ServiceError, match="the service returned false"):
-        pin_client().get_fax_broadcast_report("J")
+        pin_client(face, server).get_fax_broadcast_report("J")
 
 
-def test_soap_fault(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=fault_response("SOAP-ENV:Server", "database down"), status=500)
+def test_soap_fault(answering: Callable[..., CaptureServer], face: Face) -> None:
+    server = answering(answer(fault_response("SOAP-ENV:Server", "database down"), status=500))
     with pytest.raises(SoapFaultError) as info:
-        send(pin_client(), "rid-f")
+        send(pin_client(face, server), "rid-f")
     err = info.value
     assert (err.fault_code, err.fault_string, err.status_code, err.request_id) == (
         "SOAP-ENV:Server",
@@ -96,30 +132,33 @@ def test_soap_fault(mocked: responses.RequestsMock) -> None:
     )
 
 
-def test_soap12_fault_is_read_too(mocked: responses.RequestsMock) -> None:
+def test_soap12_fault_is_read_too(answering: Callable[..., CaptureServer], face: Face) -> None:
     body = (
         b'<e:Envelope xmlns:e="http://www.w3.org/2003/05/soap-envelope"><e:Body><e:Fault>'
         b"<e:Code><e:Value>e:Sender</e:Value></e:Code><e:Reason><e:Text>no</e:Text></e:Reason>"
         b"</e:Fault></e:Body></e:Envelope>"
     )
-    mocked.post(URL, body=body, status=500)
+    server = answering(answer(body, status=500))
     with pytest.raises(SoapFaultError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     assert (info.value.fault_code, info.value.fault_string) == ("e:Sender", "no")
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_authentication_error(mocked: responses.RequestsMock, status: int) -> None:
-    mocked.post(URL, body=fault_response("SOAP-ENV:Client", "bad credentials"), status=status)
+def test_authentication_error(
+    answering: Callable[..., CaptureServer], face: Face, status: int
+) -> None:
+    server = answering(answer(fault_response("SOAP-ENV:Client", "bad credentials"), status=status))
     with pytest.raises(AuthenticationError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     assert info.value.status_code == status
     assert info.value.fault_string == "bad credentials"
-    assert len(mocked.calls) == 1  # a fixed credential is not retried
+    assert len(server.captured.requests) == 1  # a fixed credential is not retried
 
 
 def test_401_with_a_token_provider_refreshes_once_and_retries(
-    mocked: responses.RequestsMock,
+    answering: Callable[..., CaptureServer],
+    face: Face,
 ) -> None:
     tokens = iter(["old-token", "new-token", "third-token"])
     invalidated: list[bool] = []
@@ -131,30 +170,35 @@ def test_401_with_a_token_provider_refreshes_once_and_retries(
         def invalidate(self) -> None:
             invalidated.append(True)
 
-    mocked.post(URL, body=fault_response("c", "expired"), status=401)
-    mocked.post(URL, body=send_response(["J1", "J2"]))
-    client = FaxClient("https://fax.example.com", user_id="mbx1", token=Provider())
+    server = answering(
+        answer(fault_response("c", "expired"), status=401), answer(send_response(["J1", "J2"]))
+    )
+    client = face.client(server.url, user_id="mbx1", token=Provider())
     result = send(client, "rid-401")
-    auth = [c.request.headers["Authorization"] for c in mocked.calls]
-    assert auth == ["Bearer old-token", "Bearer new-token"]
-    assert [c.request.headers["x-ch-request-id"] for c in mocked.calls] == ["rid-401"] * 2
+    sent = [parse_request(raw).headers for raw in server.captured.requests]
+    assert [h["authorization"] for h in sent] == ["Bearer old-token", "Bearer new-token"]
+    assert [h["x-ch-request-id"] for h in sent] == ["rid-401"] * 2
     assert invalidated == [True]
     assert result.job_ids == ("J1", "J2")
 
 
-def test_401_twice_with_a_token_provider_gives_up(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=b"", status=401)
-    client = FaxClient("https://fax.example.com", user_id="mbx1", token=lambda: "t")
+def test_401_twice_with_a_token_provider_gives_up(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
+    server = answering(answer(b"", status=401))
+    client = face.client(server.url, user_id="mbx1", token=lambda: "t")
     with pytest.raises(AuthenticationError):
         client.get_fax_broadcast_report("J")
-    assert len(mocked.calls) == 2
+    assert len(server.captured.requests) == 2
 
 
-def test_html_error_page_is_an_http_status_error(mocked: responses.RequestsMock) -> None:
+def test_html_error_page_is_an_http_status_error(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
     page = "<html><body>" + "Internal Server Error " * 100 + "</body></html>"
-    mocked.post(URL, body=page, status=500, content_type="text/html")
+    server = answering(answer(page.encode(), status=500))
     with pytest.raises(HTTPStatusError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     err = info.value
     assert err.status_code == 500
     assert err.maybe_delivered is True
@@ -200,45 +244,49 @@ def test_html_error_page_is_an_http_status_error(mocked: responses.RequestsMock)
     ],
 )
 def test_unreadable_answers_are_protocol_errors(
-    mocked: responses.RequestsMock, body: bytes, words: str
+    answering: Callable[..., CaptureServer], face: Face, body: bytes, words: str
 ) -> None:
-    mocked.post(URL, body=body)
+    server = answering(answer(body))
     with pytest.raises(ProtocolError) as info:
-        send(pin_client(), "rid-p")
+        send(pin_client(face, server), "rid-p")
     assert words in info.value.message
     assert info.value.request_id == "rid-p"
     assert info.value.maybe_delivered is True
 
 
-def test_unknown_extra_elements_are_tolerated(mocked: responses.RequestsMock) -> None:
+def test_unknown_extra_elements_are_tolerated(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
     body = send_response(["J1", "J2"]).replace(b"<f:TTFP>", b"<f:NewThing>x</f:NewThing><f:TTFP>")
-    mocked.post(URL, body=body)
-    assert send(pin_client()).job_ids == ("J1", "J2")
+    server = answering(answer(body))
+    assert send(pin_client(face, server)).job_ids == ("J1", "J2")
 
 
-def test_secret_echoed_by_the_service_is_masked(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=fault_response("c", f"bad PIN {PIN} for mbx1"), status=500)
+def test_secret_echoed_by_the_service_is_masked(
+    answering: Callable[..., CaptureServer], face: Face
+) -> None:
+    server = answering(answer(fault_response("c", f"bad PIN {PIN} for mbx1"), status=500))
     with pytest.raises(SoapFaultError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     assert PIN not in str(info.value)
     assert PIN not in repr(info.value)
     assert "bad PIN *** for mbx1" in info.value.fault_string
 
 
-def test_redirect_is_not_followed(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, status=307, headers={"Location": "https://evil.example.com/fax/v5"})
+def test_redirect_is_not_followed(answering: Callable[..., CaptureServer], face: Face) -> None:
+    elsewhere = answering(answer(send_response(["J1", "J2"])))
+    server = answering(answer(b"", status=307, headers={"Location": f"{elsewhere.url}/fax/v5"}))
     with pytest.raises(HTTPStatusError) as info:
-        send(pin_client())
+        send(pin_client(face, server))
     assert info.value.status_code == 307
     assert info.value.maybe_delivered is False
-    assert len(mocked.calls) == 1
+    assert len(server.captured.requests) == 1
+    assert elsewhere.captured.connections == 0
 
 
-def test_oversized_response_is_refused(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=b"<x>" + b"a" * (2 * 1024 * 1024) + b"</x>")
-    client = FaxClient(
-        "https://fax.example.com", user_id="mbx1", pin=PIN, max_response_bytes=1024 * 1024
-    )
+def test_oversized_response_is_refused(answering: Callable[..., CaptureServer], face: Face) -> None:
+    server = answering(answer(b"<x>" + b"a" * (2 * 1024 * 1024) + b"</x>"))
+    client = pin_client(face, server, max_response_bytes=1024 * 1024)
     with pytest.raises(ProtocolError, match="larger than 1048576 bytes"):
         send(client)
 

@@ -9,14 +9,14 @@ import subprocess
 import sys
 import traceback
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
 
-from conftest import CaptureServer, fault_response, http_reply
-from faxws import FaxClient, FaxFile, FaxWSError
-from faxws.oauth import ClientCredentials
+from conftest import CaptureServer, Face, fault_response, http_reply
+from faxws import FaxFile, FaxWSError
 from faxws.testing import Account, Fault, FaxWSSimulator
 
 PIN = "PINMARK-3r9w"
@@ -27,7 +27,10 @@ MARKERS = (PIN, TOKEN, SECRET)
 
 
 def test_no_secret_anywhere_across_client_cli_and_simulator(
-    caplog: pytest.LogCaptureFixture, capture_server: type[CaptureServer], tmp_path: Path
+    caplog: pytest.LogCaptureFixture,
+    capture_server: type[CaptureServer],
+    tmp_path: Path,
+    make_face: Callable[[str], Face],
 ) -> None:
     caplog.set_level(logging.DEBUG)  # the root logger: faxws, requests, urllib3
     seen: list[str] = []
@@ -41,13 +44,19 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
             seen.extend([str(exc), repr(exc), exc.message, getattr(exc, "body_excerpt", "")])
 
     with FaxWSSimulator([account]) as sim:
-        provider = ClientCredentials(sim.token_url, "cid", SECRET)
-        clients = [
-            FaxClient(sim.url, user_id=USER, pin=PIN, retries=1, retry_backoff=0),
-            FaxClient(sim.url, user_id=USER, token=TOKEN, retries=1, retry_backoff=0),
-            FaxClient(sim.url, user_id=USER, token=provider, retries=1, retry_backoff=0),
-        ]
-        seen += [repr(c) for c in clients] + [repr(provider), repr(account), repr(sim.accounts)]
+        faces = (make_face("sync"), make_face("async"))  # each client, the same calls
+        clients = []
+        providers = []
+        for face in faces:
+            provider = face.provider(sim.token_url, "cid", SECRET)
+            providers.append(provider)
+            clients += [
+                face.client(sim.url, user_id=USER, pin=PIN, retries=1, retry_backoff=0),
+                face.client(sim.url, user_id=USER, token=TOKEN, retries=1, retry_backoff=0),
+                face.client(sim.url, user_id=USER, token=provider, retries=1, retry_backoff=0),
+            ]
+        seen += [repr(c) for c in clients] + [repr(p) for p in providers]
+        seen += [repr(account), repr(sim.accounts)]
         faults = [
             None,
             Fault.soap_fault(),
@@ -65,14 +74,15 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
                 attempt(lambda c=client: c.send_fax(["+1 555 0100"], [pdf]))
                 attempt(lambda c=client: c.get_fax_broadcast_report("SIM00000001"))
             attempt(lambda c=client: c.send_fax(["no digits"], [pdf]))  # bad input
-        sim.expire_tokens()  # the provider's 401 path
+        sim.expire_tokens()  # the providers' 401 path
         attempt(lambda: clients[2].send_fax(["+1 555 0100"], [pdf]))
-        bad_pin = FaxClient(sim.url, user_id=USER, pin=PIN + "x")
-        attempt(lambda: bad_pin.get_fax_broadcast_report("J"))
-        bad_secret = ClientCredentials(sim.token_url, "cid", SECRET + "x")
-        attempt(
-            lambda: FaxClient(sim.url, user_id=USER, token=bad_secret).send_fax(["+1 5"], [pdf])
-        )
+        attempt(lambda: clients[5].send_fax(["+1 555 0100"], [pdf]))
+        for face in faces:
+            bad_pin = face.client(sim.url, user_id=USER, pin=PIN + "x")
+            attempt(lambda c=bad_pin: c.get_fax_broadcast_report("J"))
+            bad_secret = face.provider(sim.token_url, "cid", SECRET + "x")
+            bad_client = face.client(sim.url, user_id=USER, token=bad_secret)
+            attempt(lambda c=bad_client: c.send_fax(["+1 5"], [pdf]))
         issued_tokens = list(sim._state.issued)
 
         # The CLI, with --verbose, in every auth mode.
@@ -109,7 +119,9 @@ def test_no_secret_anywhere_across_client_cli_and_simulator(
         return http_reply(fault_response("c", escape(body[-300:])), "500 Internal Server Error")
 
     echo = capture_server(echo_body)
-    attempt(lambda: FaxClient(echo.url, user_id=USER, pin=PIN).get_fax_broadcast_report("J"))
+    for face in faces:
+        echoed = face.client(echo.url, user_id=USER, pin=PIN)
+        attempt(lambda c=echoed: c.get_fax_broadcast_report("J"))
 
     records = [r.getMessage() for r in caplog.records] + [
         str(r.args) for r in caplog.records if r.args
@@ -152,7 +164,10 @@ def forms(secret: str) -> dict[str, str]:
 @pytest.mark.parametrize("form", sorted(forms(ODD_PIN)))
 @pytest.mark.parametrize("where", ["fault", "html", "ws-error", "status line"])
 def test_an_echoed_pin_is_masked_in_every_form(
-    capture_server: type[CaptureServer], form: str, where: str
+    capture_server: type[CaptureServer],
+    form: str,
+    where: str,
+    face: Face,
 ) -> None:
     echoed = forms(ODD_PIN)[form]
     text = escape(echoed) if where != "html" else echoed
@@ -169,7 +184,7 @@ def test_an_echoed_pin_is_masked_in_every_form(
         return http_reply(f"<html>{text}</html>".encode(), "502 Bad Gateway")
 
     server = capture_server(answer)
-    client = FaxClient(server.url, user_id=USER, pin=ODD_PIN, retries=0)
+    client = face.client(server.url, user_id=USER, pin=ODD_PIN, retries=0)
     with pytest.raises(FaxWSError) as info:
         client.get_fax_broadcast_report("J1")
     error = info.value
@@ -184,16 +199,18 @@ def test_an_echoed_pin_is_masked_in_every_form(
 
 @pytest.mark.parametrize("form", sorted(forms(ODD_SECRET)))
 def test_an_echoed_client_secret_is_masked_in_every_form(
-    capture_server: type[CaptureServer], form: str
+    capture_server: type[CaptureServer],
+    form: str,
+    face: Face,
 ) -> None:
     import json
 
     echoed = forms(ODD_SECRET)[form]
     body = json.dumps({"error": f"invalid_client {echoed}"}).encode()
     server = capture_server(lambda raw: http_reply(body, "401 Unauthorized"))
-    provider = ClientCredentials(f"{server.url}/token", "cid", ODD_SECRET)
+    provider = face.provider(f"{server.url}/token", "cid", ODD_SECRET)
     with pytest.raises(FaxWSError) as info:
-        provider()
+        face.fetch_token(provider)
     for value in forms(ODD_SECRET).values():
         assert value not in str(info.value)
     assert ODD_SECRET not in repr(provider)
@@ -201,13 +218,15 @@ def test_an_echoed_client_secret_is_masked_in_every_form(
 
 @pytest.mark.parametrize("form", sorted(forms(ODD_TOKEN)))
 def test_an_echoed_token_is_masked_in_every_form(
-    capture_server: type[CaptureServer], form: str
+    capture_server: type[CaptureServer],
+    form: str,
+    face: Face,
 ) -> None:
     echoed = forms(ODD_TOKEN)[form]
     server = capture_server(
         lambda raw: http_reply(fault_response("c", escape(echoed)), "500 Internal Server Error")
     )
-    client = FaxClient(server.url, user_id=USER, token=ODD_TOKEN, retries=0)
+    client = face.client(server.url, user_id=USER, token=ODD_TOKEN, retries=0)
     with pytest.raises(FaxWSError) as info:
         client.get_fax_broadcast_report("J1")
     for value in forms(ODD_TOKEN).values():
@@ -215,7 +234,9 @@ def test_an_echoed_token_is_masked_in_every_form(
 
 
 def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_traceback(
-    caplog: pytest.LogCaptureFixture, capture_server: type[CaptureServer]
+    caplog: pytest.LogCaptureFixture,
+    capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     from conftest import report_response
 
@@ -229,7 +250,7 @@ def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_trace
     errors: dict[str, FaxWSError] = {}
     for name, answer in answers.items():
         server = capture_server(lambda raw, a=answer: a)
-        client = FaxClient(server.url, user_id=USER, pin=PIN, retries=0)
+        client = face.client(server.url, user_id=USER, pin=PIN, retries=0)
         try:
             shown.append(repr(client.get_fax_broadcast_report("J1")))
         except FaxWSError as exc:
@@ -247,10 +268,11 @@ def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_trace
 
 def test_a_utf16_error_page_is_read_as_text_and_masked(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     page = f"<html>error for {PIN}</html>".encode("utf-16")
     server = capture_server(lambda raw: http_reply(page, "502 Bad Gateway"))
-    client = FaxClient(server.url, user_id=USER, pin=PIN, retries=0)
+    client = face.client(server.url, user_id=USER, pin=PIN, retries=0)
     with pytest.raises(FaxWSError) as info:
         client.get_fax_broadcast_report("J1")
     assert "error for ***" in info.value.body_excerpt  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Connections, time-outs and retries, against real sockets on 127.0.0.1."""
+"""Connections, time-outs and retries, against real sockets on 127.0.0.1, for each face."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 import responses
 
-from conftest import URL, CaptureServer, http_reply, report_response, send_response
+from conftest import (
+    URL,
+    CaptureServer,
+    Face,
+    http_reply,
+    parse_request,
+    report_response,
+    send_response,
+)
 from faxws import (
     ConnectError,
     FaxClient,
@@ -18,8 +26,10 @@ from faxws import (
 )
 
 
-def test_connection_refused_is_a_connect_error_never_delivered(refused_port: int) -> None:
-    client = FaxClient(f"http://127.0.0.1:{refused_port}", user_id="u", pin="1", retries=0)
+def test_connection_refused_is_a_connect_error_never_delivered(
+    refused_port: int, face: Face
+) -> None:
+    client = face.client(f"http://127.0.0.1:{refused_port}", user_id="u", pin="1", retries=0)
     with pytest.raises(ConnectError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)], request_id="rid-c")
     assert info.value.maybe_delivered is False
@@ -28,9 +38,10 @@ def test_connection_refused_is_a_connect_error_never_delivered(refused_port: int
 
 def test_read_timeout_on_send_fax_is_not_retried(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     server = capture_server(lambda raw: None)  # reads the request, never answers
-    client = FaxClient(server.url, user_id="u", pin="1", timeout=(2, 0.3), retries=3)
+    client = face.client(server.url, user_id="u", pin="1", timeout=(2, 0.3), retries=3)
     with pytest.raises(RequestTimeoutError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)], request_id="rid-t")
     assert info.value.maybe_delivered is True
@@ -39,9 +50,10 @@ def test_read_timeout_on_send_fax_is_not_retried(
 
 def test_reset_after_request_on_send_fax_is_not_retried(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     server = capture_server(lambda raw: b"")  # closes the connection without answering
-    client = FaxClient(server.url, user_id="u", pin="1", retries=3, retry_backoff=0)
+    client = face.client(server.url, user_id="u", pin="1", retries=3, retry_backoff=0)
     with pytest.raises(TransportError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)])
     assert info.value.maybe_delivered is True
@@ -50,6 +62,7 @@ def test_reset_after_request_on_send_fax_is_not_retried(
 
 def test_report_is_retried_on_503_with_the_same_request_id(
     capture_server: type[CaptureServer],
+    face: Face,
 ) -> None:
     answers = iter(
         [
@@ -59,7 +72,7 @@ def test_report_is_retried_on_503_with_the_same_request_id(
         ]
     )
     server = capture_server(lambda raw: next(answers))
-    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0.01)
+    client = face.client(server.url, user_id="u", pin="1", retries=2, retry_backoff=0.01)
     result = client.get_fax_broadcast_report("J1", request_id="rid-r")
     assert result.request_id == "rid-r"
     ids = [
@@ -71,47 +84,54 @@ def test_report_is_retried_on_503_with_the_same_request_id(
     assert ids == [b"x-ch-request-id: rid-r"] * 3
 
 
-def test_report_retries_are_bounded(capture_server: type[CaptureServer]) -> None:
+def test_report_retries_are_bounded(capture_server: type[CaptureServer], face: Face) -> None:
     server = capture_server(lambda raw: http_reply(b"down", "504 Gateway Timeout"))
-    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
+    client = face.client(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
     with pytest.raises(HTTPStatusError) as info:
         client.get_fax_broadcast_report("J1")
     assert info.value.status_code == 504
     assert len(server.captured.requests) == 3
 
 
-def test_send_fax_is_not_retried_on_503(capture_server: type[CaptureServer]) -> None:
+def test_send_fax_is_not_retried_on_503(capture_server: type[CaptureServer], face: Face) -> None:
     server = capture_server(lambda raw: http_reply(b"busy", "503 Service Unavailable"))
-    client = FaxClient(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
+    client = face.client(server.url, user_id="u", pin="1", retries=2, retry_backoff=0)
     with pytest.raises(HTTPStatusError) as info:
         client.send_fax(["+1 555 0100"], [FaxFile(b"x", 101)])
     assert info.value.maybe_delivered is True
     assert len(server.captured.requests) == 1
 
 
-def test_connections_are_pooled(capture_server: type[CaptureServer]) -> None:
+def test_connections_are_pooled(capture_server: type[CaptureServer], face: Face) -> None:
     server = capture_server(lambda raw: http_reply(report_response()))
-    client = FaxClient(server.url, user_id="u", pin="1")
+    client = face.client(server.url, user_id="u", pin="1")
     for _ in range(5):
         client.get_fax_broadcast_report("J1")
     assert len(server.captured.requests) == 5
     assert server.captured.connections == 1
 
 
-def test_netrc_does_not_replace_the_bearer_header(
-    mocked: responses.RequestsMock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_netrc_and_proxy_variables_are_ignored(
+    capture_server: type[CaptureServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    face: Face,
 ) -> None:
+    server = capture_server(lambda raw: http_reply(send_response(["J1"])))
     netrc = tmp_path / ".netrc"
-    netrc.write_text("machine fax.example.com login someone password other\n")
+    netrc.write_text("machine 127.0.0.1 login someone password other\n")
     netrc.chmod(0o600)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("NETRC", str(netrc))
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    mocked.post(URL, body=send_response(["J1"]))
-    FaxClient("https://fax.example.com", user_id="u", token="the-token").send_fax(
+    for variable in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    face.client(server.url, user_id="u", token="the-token").send_fax(
         ["+1 555 0100"], [FaxFile(b"x", 101)]
     )
-    assert mocked.calls[0].request.headers["Authorization"] == "Bearer the-token"
+    [raw] = server.captured.requests
+    assert parse_request(raw).headers["authorization"] == "Bearer the-token"
 
 
 def test_timeout_is_passed_to_every_request(mocked: responses.RequestsMock) -> None:
@@ -123,7 +143,9 @@ def test_timeout_is_passed_to_every_request(mocked: responses.RequestsMock) -> N
     assert mocked.calls[0].request.req_kwargs["verify"] is True
 
 
-def test_chunked_and_gzipped_answers_are_read(capture_server: type[CaptureServer]) -> None:
+def test_chunked_and_gzipped_answers_are_read(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
     import gzip
 
     packed = gzip.compress(report_response())
@@ -134,5 +156,5 @@ def test_chunked_and_gzipped_answers_are_read(capture_server: type[CaptureServer
         b"Transfer-Encoding: chunked\r\n\r\n"
     )
     server = capture_server(lambda raw: head + chunked)
-    client = FaxClient(server.url, user_id="u", pin="1")
+    client = face.client(server.url, user_id="u", pin="1")
     assert client.get_fax_broadcast_report("J1", request_id="gz").request_id == "gz"

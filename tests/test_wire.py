@@ -1,4 +1,5 @@
-"""The request on the wire: headers, envelope and element order, byte for byte."""
+"""The request on the wire: headers, envelope and element order, byte for byte, from every
+face (FaxClient, AsyncFaxClient, zeep through faxws.zeep)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import pytest
 import requests
 import responses
 
-from conftest import GOLDEN, URL, CaptureServer, http_reply, report_response, send_response
+from conftest import (
+    GOLDEN,
+    URL,
+    CaptureServer,
+    Face,
+    http_reply,
+    parse_request,
+    report_response,
+    send_response,
+)
 from faxws import FaxClient, FaxFile, FileType, Recipient
 
 USER = "mbx1234567890"
@@ -68,20 +78,27 @@ def zeep_report(client: Any) -> None:
         )
 
 
-#: The faces that write these requests: the typed client, and zeep's client through
-#: faxws.zeep with the packaged WSDL and with the vendor's.
-FACES = ("FaxClient", "zeep", "zeep-vendor")
+#: The faces that write these requests: the typed clients (sync and async), and zeep's client
+#: through faxws.zeep with the packaged WSDL and with the vendor's.
+FACES = ("FaxClient", "AsyncFaxClient", "zeep", "zeep-vendor")
 VENDOR_WSDL = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
 
 
-def call_on(face: str, creds: dict[str, str], call: Callable[[FaxClient], None]) -> None:
-    if face == "FaxClient":
-        call(FaxClient("https://fax.example.com", user_id=USER, **creds))  # type: ignore[arg-type]
+def call_on(
+    face: str,
+    make_face: Callable[[str], Face],
+    url: str,
+    creds: dict[str, str],
+    call: Callable[[Any], None],
+) -> None:
+    if face in ("FaxClient", "AsyncFaxClient"):
+        typed = make_face("sync" if face == "FaxClient" else "async")
+        call(typed.client(url, user_id=USER, **creds))
         return
     from faxws.zeep import make_client
 
     wsdl = VENDOR_WSDL if face == "zeep-vendor" else None
-    client = make_client("https://fax.example.com", user_id=USER, wsdl=wsdl, **creds)  # type: ignore[arg-type]
+    client = make_client(url, user_id=USER, wsdl=wsdl, **creds)  # type: ignore[arg-type]
     (zeep_send if call is send else zeep_report)(client)
 
 
@@ -95,44 +112,48 @@ CASES = {
 
 @pytest.mark.parametrize("face", FACES)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_body_matches_golden_file(mocked: responses.RequestsMock, name: str, face: str) -> None:
+def test_body_matches_golden_file(
+    capture_server: type[CaptureServer], make_face: Callable[[str], Face], name: str, face: str
+) -> None:
     creds, call, answer = CASES[name]
-    mocked.post(URL, body=answer)
-    call_on(face, creds, call)
-    body = mocked.calls[0].request.body
-    assert isinstance(body, bytes)
-    assert body == (GOLDEN / f"{name}.xml").read_bytes()
+    server = capture_server(lambda raw: http_reply(answer))
+    call_on(face, make_face, server.url, creds, call)
+    [raw] = server.captured.requests
+    assert parse_request(raw).body == (GOLDEN / f"{name}.xml").read_bytes()
 
 
 @pytest.mark.parametrize("face", FACES)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_headers_are_exactly_the_contract(
-    mocked: responses.RequestsMock, name: str, face: str
+    capture_server: type[CaptureServer], make_face: Callable[[str], Face], name: str, face: str
 ) -> None:
     creds, call, answer = CASES[name]
-    mocked.post(URL, body=answer)
-    call_on(face, creds, call)
-    request = mocked.calls[0].request
-    assert request.method == "POST"
-    assert request.url == URL
+    server = capture_server(lambda raw: http_reply(answer))
+    call_on(face, make_face, server.url, creds, call)
+    [raw] = server.captured.requests
+    request = parse_request(raw)
+    assert request.line == b"POST /fax/v5 HTTP/1.1"
+    assert len(request.names) == len(set(request.names))  # each header once
     h = request.headers
-    assert h["Content-Type"] == "application/soap+xml; charset=utf-8"
-    assert "SOAPAction" in h
-    assert h["SOAPAction"] == ""
+    assert h["host"] == f"127.0.0.1:{server.port}"
+    assert h["content-type"] == "application/soap+xml; charset=utf-8"
+    assert "soapaction" in h
+    assert h["soapaction"] == ""
     assert h["x-ch-request-id"].startswith("req-golden-")
-    assert int(h["Content-Length"]) == len(request.body)
+    assert int(h["content-length"]) == len(request.body)
+    assert "transfer-encoding" not in h
     if "token" in creds:
-        assert h["Authorization"] == f"Bearer {TOKEN}"
+        assert h["authorization"] == f"Bearer {TOKEN}"
         assert b"<strPIN/>" in request.body
     else:
-        assert "Authorization" not in h
+        assert "authorization" not in h
         assert f"<strPIN>{PIN}</strPIN>".encode() in request.body
 
 
-def test_raw_bytes_on_a_real_socket(capture_server: type[CaptureServer]) -> None:
+def test_raw_bytes_on_a_real_socket(capture_server: type[CaptureServer], face: Face) -> None:
     """What leaves the socket: request line, the headers once each, an empty SOAPAction."""
     server = capture_server(lambda raw: http_reply(report_response()))
-    client = FaxClient(server.url, user_id=USER, pin=PIN)
+    client = face.client(server.url, user_id=USER, pin=PIN)
     report(client)
     raw = server.captured.requests[0]
     head, _, body = raw.partition(b"\r\n\r\n")
@@ -149,41 +170,45 @@ def test_raw_bytes_on_a_real_socket(capture_server: type[CaptureServer]) -> None
     assert body == (GOLDEN / "report_pin.xml").read_bytes()
 
 
-def test_default_request_id_is_a_fresh_uuid4(mocked: responses.RequestsMock) -> None:
+def test_default_request_id_is_a_fresh_uuid4(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
     import uuid
 
-    mocked.post(URL, body=report_response())
-    client = FaxClient("https://fax.example.com", user_id=USER, token=TOKEN)
+    server = capture_server(lambda raw: http_reply(report_response()))
+    client = face.client(server.url, user_id=USER, token=TOKEN)
     first = client.get_fax_broadcast_report("J1")
     second = client.get_fax_broadcast_report("J1")
-    ids = [c.request.headers["x-ch-request-id"] for c in mocked.calls]
+    ids = [parse_request(raw).headers["x-ch-request-id"] for raw in server.captured.requests]
     assert ids == [first.request_id, second.request_id]
     assert ids[0] != ids[1]
     assert all(uuid.UUID(i).version == 4 for i in ids)
 
 
 def test_unnarrowed_report_sends_type_zero_and_empty_address(
-    mocked: responses.RequestsMock,
+    capture_server: type[CaptureServer], face: Face
 ) -> None:
-    mocked.post(URL, body=report_response())
-    FaxClient("https://fax.example.com", user_id=USER, token=TOKEN).get_fax_broadcast_report(
+    server = capture_server(lambda raw: http_reply(report_response()))
+    face.client(server.url, user_id=USER, token=TOKEN).get_fax_broadcast_report(
         "JOB-7", request_id="r"
     )
-    body = mocked.calls[0].request.body
+    body = parse_request(server.captured.requests[0]).body
     assert (
         b"<JobId>JOB-7</JobId><RecipientType>0</RecipientType><RecipAddress/>"
         b"</GetFaxBroadcastReport>" in body
     )
 
 
-def test_file_indexes_are_assigned_in_order_unless_given(mocked: responses.RequestsMock) -> None:
-    mocked.post(URL, body=send_response(["J1"]))
-    client = FaxClient("https://fax.example.com", user_id=USER, token=TOKEN)
+def test_file_indexes_are_assigned_in_order_unless_given(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    server = capture_server(lambda raw: http_reply(send_response(["J1"])))
+    client = face.client(server.url, user_id=USER, token=TOKEN)
     client.send_fax(
         ["+1 555 0100"],
         [FaxFile(b"a", 101), FaxFile(b"b", 101, index=7), FaxFile(b"c", 101)],
     )
-    body = mocked.calls[0].request.body
+    body = parse_request(server.captured.requests[0]).body
     indexes = [int(part.split(b"</FileIndex>")[0]) for part in body.split(b"<FileIndex>")[1:]]
     assert indexes == [1, 7, 3]
 
@@ -201,11 +226,11 @@ def test_file_indexes_are_assigned_in_order_unless_given(mocked: responses.Reque
         ("http://localhost", "http://localhost/fax/v5"),
     ],
 )
-def test_requests_go_to_base_url_fax_v5(base_url: str, expected: str) -> None:
-    assert FaxClient(base_url, user_id=USER, token=TOKEN).url == expected
+def test_requests_go_to_base_url_fax_v5(face: Face, base_url: str, expected: str) -> None:
+    assert face.client(base_url, user_id=USER, token=TOKEN).url == expected
 
 
-def test_large_file_is_streamed_with_exact_content_length(
+def test_large_file_is_handed_to_requests_as_a_stream_with_exact_content_length(
     mocked: responses.RequestsMock, tmp_path: Path
 ) -> None:
     data = bytes(range(256)) * 8192  # 2 MiB: above the streaming threshold
@@ -231,17 +256,18 @@ def test_large_file_is_streamed_with_exact_content_length(
 
 
 def test_streamed_body_on_a_real_socket(
-    capture_server: type[CaptureServer], tmp_path: Path
+    capture_server: type[CaptureServer], tmp_path: Path, face: Face
 ) -> None:
     data = b"\x00\xff" * (3 << 19)  # 3 MiB, several chunks
     path = tmp_path / "scan.png"
     path.write_bytes(data)
     server = capture_server(lambda raw: http_reply(send_response(["J1"])))
-    FaxClient(server.url, user_id=USER, token=TOKEN).send_fax(
+    face.client(server.url, user_id=USER, token=TOKEN).send_fax(
         ["+1 555 0100"], [FaxFile.from_path(path)]
     )
     head, _, body = server.captured.requests[0].partition(b"\r\n\r\n")
     assert f"Content-Length: {len(body)}".encode() in head.split(b"\r\n")
+    assert b"transfer-encoding" not in head.lower()
     assert b"<FileTypeId>120</FileTypeId>" in body
     encoded = body.split(b"<FileData>")[1].split(b"</FileData>")[0]
     assert base64.b64decode(encoded) == data

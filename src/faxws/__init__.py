@@ -4,6 +4,9 @@
 >>> client = FaxClient("https://fax.example.com", user_id="mbx123", token="...")  # doctest: +SKIP
 >>> client.send_fax([Recipient("+1 555 0100")], [FaxFile.from_path("a.pdf")])  # doctest: +SKIP
 
+``AsyncFaxClient`` is the same client for asyncio (the ``async`` extra: aiohttp, imported
+when the first one is made).
+
 The public names are imported on first use, so ``import faxws`` (and the ``faxws`` command's
 start-up) stays fast: requests, lxml and logging load only when a client or the validator is
 needed, and zeep only when the bindings are regenerated.
@@ -20,8 +23,8 @@ from faxws._version import __version__
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from faxws.auth import BearerAuth, PinAuth, TokenProvider
-    from faxws.client import FaxClient
+    from faxws.auth import AsyncTokenProvider, BearerAuth, PinAuth, TokenProvider
+    from faxws.client import AsyncFaxClient, FaxClient
     from faxws.errors import (
         AuthenticationError,
         BadInputError,
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from faxws.validation import ValidationIssue, validate, validate_or_raise
 
 _EXPORTS = {
+    "AsyncFaxClient": "faxws.client",
+    "AsyncTokenProvider": "faxws.auth",
     "AuthenticationError": "faxws.errors",
     "BadInputError": "faxws.errors",
     "BearerAuth": "faxws.auth",
@@ -65,6 +70,8 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AsyncFaxClient",
+    "AsyncTokenProvider",
     "AuthenticationError",
     "BadInputError",
     "BearerAuth",

@@ -1,44 +1,21 @@
 """The synchronous exchange shared by the sync faces (:class:`faxws.FaxClient` and
 :mod:`faxws.zeep`): their options checked once, the token fetched per attempt, one retry after
-a 401 for token providers, and retries only as :func:`faxws._soap.may_retry` allows."""
+a 401 for token providers, and retries only as :func:`faxws._soap.may_retry` allows (the
+decisions are :class:`faxws._http.Attempts`, shared with the asynchronous caller)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping
-from urllib.parse import urlsplit
 
-from faxws._checks import check_int, is_loopback
-from faxws._log import logger
-from faxws._soap import may_retry, request_headers
-from faxws._transport import (
-    HttpTransport,
-    RawResponse,
-    Timeout,
-    check_proxies,
-    check_timeout,
-    check_verify,
-)
+from faxws._http import Attempts, Timeout, caller_options
+from faxws._soap import request_headers
+from faxws._transport import HttpTransport, RawResponse
 from faxws._version import __version__
 from faxws.auth import Credentials
-from faxws.errors import BadInputError, TransportError
+from faxws.errors import TransportError
 
 __all__ = ["SyncCaller"]
-
-
-def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
-    """Plain http to a loopback service still crosses the network when a proxy elsewhere
-    carries it: the proxy would see the PIN or token."""
-    for key, proxy in proxies.items():
-        if key in ("http", "all") or key.startswith(("http://", "all://")):
-            host = urlsplit(proxy).hostname or ""
-            if not is_loopback(host):
-                raise BadInputError(
-                    f"proxies[{key!r}]",
-                    f"plain http through the proxy {host} would expose the credentials; use "
-                    "https (or pass allow_insecure_http=True)",
-                )
 
 
 class SyncCaller:
@@ -60,24 +37,26 @@ class SyncCaller:
     ) -> None:
         self.url = url
         self.credentials = credentials
-        self.retries = check_int("retries", retries, 0, 10)
-        if (
-            isinstance(retry_backoff, bool)
-            or not isinstance(retry_backoff, (int, float))
-            or not 0 <= retry_backoff <= 3600
-        ):
-            raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
-        self.retry_backoff = float(retry_backoff)
-        checked_proxies = check_proxies("proxies", proxies)
-        if url.startswith("http:") and not allow_insecure_http:
-            _refuse_plain_proxy(checked_proxies)
+        options = caller_options(
+            url,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
+        )
+        self.retries = options.retries
+        self.retry_backoff = options.retry_backoff
         self.http = HttpTransport(
             url,
-            timeout=check_timeout("timeout", timeout),
-            verify=check_verify("verify", verify),
-            proxies=checked_proxies,
-            max_connections=check_int("max_connections", max_connections, 1, 1024),
-            max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
+            timeout=options.timeout,
+            verify=options.verify,
+            proxies=options.proxies,
+            max_connections=options.max_connections,
+            max_response_bytes=options.max_response_bytes,
             user_agent=f"faxws/{__version__}",
             redact=credentials.redact,
         )
@@ -96,48 +75,29 @@ class SyncCaller:
         idempotent: bool,
     ) -> RawResponse:
         """The final answer to ``body`` (``size`` bytes), after the retries that are safe."""
-        attempt = 0
-        refreshed = False
+        credentials = self.credentials
+        attempts = Attempts(
+            name,
+            idempotent=idempotent,
+            retries=self.retries,
+            backoff=self.retry_backoff,
+            redact=credentials.redact,
+        )
         while True:
-            token = self.credentials.bearer_token(rid)
-            logger.debug(
-                "%s request_id=%s POST %s (%d bytes, attempt %d)",
-                name,
-                rid,
-                self.url,
-                size,
-                attempt + 1,
-            )
+            token = credentials.bearer_token(rid)
+            attempts.sending(rid, self.url, size)
             try:
                 raw = self.http.post(body, request_headers(rid, token, soap_action), rid)
             except TransportError as exc:
-                # No byte written: always safe to repeat. Any byte: only an idempotent call.
-                if may_retry(idempotent=idempotent, error=exc) and attempt < self.retries:
-                    attempt = self._back_off(name, rid, attempt, type(exc).__name__)
-                    continue
-                logger.debug("%s request_id=%s failed: %s", name, rid, type(exc).__name__)
-                raise
-            if logger.isEnabledFor(logging.DEBUG):
-                activity = raw.headers.get("x-ch-activity-id")
-                logger.debug(
-                    "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
-                    name,
-                    rid,
-                    raw.status,
-                    len(raw.content),
-                    raw.elapsed,
-                    None if activity is None else self.credentials.redact(activity),
-                )
-            if raw.status == 401 and not refreshed and self.credentials.refresh():
-                refreshed = True
+                delay = attempts.after_error(rid, exc)
+                if delay is None:
+                    raise
+                time.sleep(delay)
                 continue
-            if may_retry(idempotent=idempotent, status=raw.status) and attempt < self.retries:
-                attempt = self._back_off(name, rid, attempt, f"HTTP {raw.status}")
+            attempts.answered(rid, raw)
+            if attempts.wants_refresh(raw, credentials.refreshable) and credentials.refresh():
                 continue
-            return raw
-
-    def _back_off(self, name: str, rid: str, attempt: int, why: str) -> int:
-        delay = self.retry_backoff * (2**attempt)
-        logger.info("%s request_id=%s: %s, retrying in %.2fs", name, rid, why, delay)
-        time.sleep(delay)
-        return attempt + 1
+            delay = attempts.after_answer(rid, raw)
+            if delay is None:
+                return raw
+            time.sleep(delay)

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import math
-import os
 import socket
 import ssl
 import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,9 +35,18 @@ import urllib3
 import urllib3.connection
 import urllib3.exceptions
 
+from faxws._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT,
+    MAX_INTERIM_RESPONSES,
+    RawResponse,
+    Timeout,
+    check_proxies,
+    check_timeout,
+    check_verify,
+    transport_error,
+)
 from faxws.errors import (
-    BadInputError,
-    ConnectError,
     DocumentError,
     FaxWSError,
     ProtocolError,
@@ -54,30 +60,13 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "HttpTransport",
     "RawResponse",
+    "Timeout",
     "check_proxies",
     "check_timeout",
     "check_verify",
     "describe_failure",
     "failure",
 ]
-
-#: (connect, read) seconds.
-Timeout = float | tuple[float, float]
-DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
-DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
-#: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
-MAX_TIMEOUT = 7 * 24 * 3600.0
-#: Interim responses read past before a final one; more is a hostile or broken server.
-MAX_INTERIM_RESPONSES = 32
-
-
-@dataclass(frozen=True, slots=True)
-class RawResponse:
-    status: int
-    headers: Mapping[str, str]
-    content: bytes
-    elapsed: float
-
 
 # -- the fact: was any byte of the request written? -----------------------------------------
 
@@ -338,95 +327,9 @@ def failure(
     """The faxws error for a failed exchange: ``written`` says whether any byte of the
     request had been written to the connection. ``redact`` masks secrets in the cause,
     which may quote what a server sent."""
-    kind = _kind(exc)
-    cause = redact(_cause(exc))
-    if not written:
-        if kind == "timeout":
-            return RequestTimeoutError(
-                f"connecting to {where} timed out ({cause}); nothing was sent",
-                request_id=request_id,
-                maybe_delivered=False,
-            )
-        return ConnectError(
-            f"cannot connect to {where}: {cause}; nothing was sent", request_id=request_id
-        )
-    if kind == "timeout":
-        return RequestTimeoutError(
-            f"the service did not answer in time ({cause}); the request may have been delivered",
-            request_id=request_id,
-            maybe_delivered=True,
-        )
-    return TransportError(
-        f"the connection failed after the request was sent: {cause}; the request may have "
-        "been delivered",
-        request_id=request_id,
-        maybe_delivered=True,
+    return transport_error(
+        _kind(exc), redact(_cause(exc)), written=written, request_id=request_id, where=where
     )
-
-
-# -- arguments --------------------------------------------------------------------------------
-
-
-def check_timeout(field: str, timeout: object) -> tuple[float, float]:
-    """``timeout`` as (connect, read) seconds: finite, > 0 and at most a week."""
-    values = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-    if len(values) != 2 or any(
-        isinstance(v, bool)
-        or not isinstance(v, (int, float))
-        or not math.isfinite(v)
-        or not 0 < v <= MAX_TIMEOUT
-        for v in values
-    ):
-        raise BadInputError(
-            field,
-            f"must be seconds (finite, > 0, at most {MAX_TIMEOUT:.0f}), or a (connect, read) "
-            "pair of them",
-        )
-    return float(values[0]), float(values[1])
-
-
-def check_verify(field: str, verify: object) -> bool | str:
-    """True, False, or a CA bundle file or directory that loads: checked now, not per call."""
-    if isinstance(verify, bool):
-        return verify
-    if not isinstance(verify, (str, os.PathLike)):
-        raise BadInputError(field, f"must be True, False or a CA bundle path, not {type(verify)}")
-    path = os.fspath(verify)
-    if not isinstance(path, str) or not os.path.exists(path):
-        raise BadInputError(field, f"no CA bundle at {path!r}")
-    if not (os.path.isfile(path) or os.path.isdir(path)):
-        raise BadInputError(field, f"{path!r} is not a file or a directory of CA certificates")
-    try:
-        context = ssl.create_default_context()
-        if os.path.isdir(path):
-            context.load_verify_locations(capath=path)
-        else:
-            context.load_verify_locations(cafile=path)
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        raise BadInputError(field, f"{path!r} is not a usable CA bundle: {exc}") from None
-    return path
-
-
-def check_proxies(field: str, proxies: object) -> dict[str, str]:
-    if proxies is None:
-        return {}
-    if not isinstance(proxies, Mapping):
-        raise BadInputError(field, f"must be a mapping of scheme to proxy URL, not {type(proxies)}")
-    out: dict[str, str] = {}
-    for key, url in proxies.items():
-        if not isinstance(key, str) or not isinstance(url, str):
-            raise BadInputError(field, "keys and proxy URLs must be str")
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            raise BadInputError(f"{field}[{key!r}]", "is not a valid URL") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BadInputError(
-                f"{field}[{key!r}]", "must be an http:// or https:// proxy URL with a host"
-            )
-        out[key] = url
-    return out
 
 
 # -- the transport ----------------------------------------------------------------------------

@@ -99,6 +99,12 @@ class Body:
     def __init__(self, parts: list[Part]) -> None:
         self._parts = parts
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether every document is bytes in memory: opening and reading the body touches no
+        file."""
+        return all(isinstance(p, (bytes, BytesSource)) for p in self._parts)
+
     def skeleton(self) -> bytes:
         """The envelope with every base64 value left empty: small, for schema checks."""
         return b"".join(p for p in self._parts if isinstance(p, bytes))

@@ -9,15 +9,17 @@ secrets from any text (such as a response body) before it reaches a message or a
 
 from __future__ import annotations
 
+import inspect
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 from faxws._checks import check_header_token, check_text
 from faxws._redact import redact
 from faxws.errors import AuthenticationError, BadInputError, FaxWSError
 
-__all__ = ["BearerAuth", "Credentials", "PinAuth", "TokenProvider"]
+__all__ = ["AsyncTokenProvider", "BearerAuth", "Credentials", "PinAuth", "TokenProvider"]
 
 
 @runtime_checkable
@@ -29,6 +31,19 @@ class TokenProvider(Protocol):
     """
 
     def __call__(self) -> str: ...
+
+
+@runtime_checkable
+class AsyncTokenProvider(Protocol):
+    """A zero-argument async callable returning an access token, for
+    :class:`~faxws.AsyncFaxClient`: awaited for every request. If it also has an
+    ``invalidate()`` method (plain or async), the client calls it after an HTTP 401."""
+
+    def __call__(self) -> Awaitable[str]: ...
+
+
+#: What ``token=`` accepts: a token, or a provider of one (plain or async).
+Token = str | Callable[[], str] | Callable[[], Awaitable[str]]
 
 
 class Credentials:
@@ -45,9 +60,17 @@ class Credentials:
         """The value of ``strPIN``: empty in OAuth 2.0 mode."""
         raise NotImplementedError
 
+    async def bearer_token_async(self, request_id: str | None) -> str | None:
+        """:meth:`bearer_token` for the async client: an async provider is awaited."""
+        return self.bearer_token(request_id)
+
     def refresh(self) -> bool:
         """After an HTTP 401: prepare a new token. True when a retry may succeed."""
         return False
+
+    async def refresh_async(self) -> bool:
+        """:meth:`refresh` for the async client: an async ``invalidate()`` is awaited."""
+        return self.refresh()
 
     def redact(self, text: str) -> str:
         """``text`` with every secret this object knows, in any of its escaped or encoded
@@ -59,13 +82,14 @@ class Credentials:
 
 
 class BearerAuth(Credentials):
-    """OAuth 2.0 mode: a fixed token, or a :class:`TokenProvider` called per request."""
+    """OAuth 2.0 mode: a fixed token, or a :class:`TokenProvider` called per request (or an
+    :class:`AsyncTokenProvider`, awaited per request by the async client)."""
 
     mode = "oauth2"
 
-    def __init__(self, token: str | Callable[[], str]) -> None:
+    def __init__(self, token: Token) -> None:
         if callable(token):
-            self._provider: Callable[[], str] | None = token
+            self._provider: Callable[[], object] | None = token
             self._fixed = ""
             self.refreshable = True
         else:
@@ -81,19 +105,36 @@ class BearerAuth(Credentials):
         try:
             token = self._provider()
         except FaxWSError as exc:
-            # Tokens are fetched before any byte of the call's request is written: whatever
-            # the provider's failure says about its own exchange, the call was not delivered.
-            if exc.request_id is None:
-                exc.request_id = request_id
-            exc.maybe_delivered = False
+            _not_delivered(exc, request_id)
             raise
         except Exception as exc:
-            # The provider's own message may quote a secret: only its type is kept.
-            raise AuthenticationError(
-                f"the token provider failed with {type(exc).__name__}", request_id=request_id
-            ) from None
+            raise _provider_failed(exc, request_id) from None
+        if inspect.isawaitable(token):
+            _discard(token)
+            raise BadInputError(
+                "token",
+                "the token provider is asynchronous; use it with AsyncFaxClient",
+                request_id=request_id,
+            )
+        return self._accept(token, request_id)
+
+    async def bearer_token_async(self, request_id: str | None) -> str:
+        if self._provider is None:
+            return self._fixed
         try:
-            check_header_token("token", token)
+            token = self._provider()
+            if inspect.isawaitable(token):
+                token = await token
+        except FaxWSError as exc:
+            _not_delivered(exc, request_id)
+            raise
+        except Exception as exc:
+            raise _provider_failed(exc, request_id) from None
+        return self._accept(token, request_id)
+
+    def _accept(self, token: object, request_id: str | None) -> str:
+        try:
+            checked = check_header_token("token", token)
         except BadInputError as exc:
             raise BadInputError(
                 "token",
@@ -101,9 +142,9 @@ class BearerAuth(Credentials):
                 request_id=request_id,
             ) from None
         with self._lock:
-            if token not in self._seen:
-                self._seen = [*self._seen[-7:], token]
-        return token
+            if checked not in self._seen:
+                self._seen = [*self._seen[-7:], checked]
+        return checked
 
     def pin(self) -> str:
         return ""
@@ -113,7 +154,17 @@ class BearerAuth(Credentials):
             return False
         invalidate = getattr(self._provider, "invalidate", None)
         if callable(invalidate):
-            invalidate()
+            _discard(invalidate())
+        return True
+
+    async def refresh_async(self) -> bool:
+        if self._provider is None:
+            return False
+        invalidate = getattr(self._provider, "invalidate", None)
+        if callable(invalidate):
+            result = invalidate()
+            if inspect.isawaitable(result):
+                await result
         return True
 
     def _secrets(self) -> tuple[str, ...]:
@@ -146,14 +197,59 @@ class PinAuth(Credentials):
         return "PinAuth(pin=<hidden>)"
 
 
-def credentials_from(token: str | Callable[[], str] | None, pin: str | None) -> Credentials:
-    """Exactly one of ``token`` and ``pin``."""
+def credentials_from(
+    token: Token | None, pin: str | None, *, asynchronous: bool = False
+) -> Credentials:
+    """Exactly one of ``token`` and ``pin``. A token provider must suit the client: an async
+    one only the async client can await, and one that blocks while it fetches (the sync
+    :class:`~faxws.oauth.ClientCredentials`) would stall the async client's event loop."""
     if token is not None and pin is not None:
         raise BadInputError("token/pin", "give either token (OAuth 2.0) or pin, not both")
     if token is None and pin is None:
         raise BadInputError("token/pin", "give token (OAuth 2.0) or pin")
     if token is not None:
+        if callable(token):
+            _check_provider(token, asynchronous)
         return BearerAuth(token)
     if not isinstance(pin, str):
         raise BadInputError("pin", f"must be a str, not {type(pin).__name__}")
     return PinAuth(pin)
+
+
+def _check_provider(provider: object, asynchronous: bool) -> None:
+    if asynchronous:
+        oauth = sys.modules.get("faxws.oauth")  # not imported: no ClientCredentials exists
+        if oauth is not None and isinstance(provider, oauth.ClientCredentials):
+            raise BadInputError(
+                "token",
+                "ClientCredentials blocks the event loop while it fetches a token; use "
+                "faxws.oauth.AsyncClientCredentials with AsyncFaxClient",
+            )
+    elif inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(
+        getattr(provider, "__call__", None)  # noqa: B004 - an object's async __call__
+    ):
+        raise BadInputError(
+            "token", "the token provider is asynchronous; use it with AsyncFaxClient"
+        )
+
+
+def _not_delivered(exc: FaxWSError, request_id: str | None) -> None:
+    # Tokens are fetched before any byte of the call's request is written: whatever the
+    # provider's failure says about its own exchange, the call was not delivered.
+    if exc.request_id is None:
+        exc.request_id = request_id
+    exc.maybe_delivered = False
+
+
+def _provider_failed(exc: Exception, request_id: str | None) -> AuthenticationError:
+    # The provider's own message may quote a secret: only its type is kept.
+    return AuthenticationError(
+        f"the token provider failed with {type(exc).__name__}", request_id=request_id
+    )
+
+
+def _discard(result: object) -> None:
+    """Close a coroutine nobody will await (Python would warn about it, after the fact)."""
+    close = getattr(result, "close", None)
+    if inspect.iscoroutine(result) and callable(close):
+        close()

@@ -1,4 +1,5 @@
-"""The FaxWS client: typed calls over the exact wire form."""
+"""The FaxWS clients: typed calls over the exact wire form, synchronous (:class:`FaxClient`)
+and for asyncio (:class:`AsyncFaxClient`), sharing everything but the exchange itself."""
 
 from __future__ import annotations
 
@@ -9,19 +10,14 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
+from faxws._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, RawResponse, Timeout
 from faxws._log import logger
 from faxws._reader import interpret
 from faxws._soap import PATH
 from faxws._sync import SyncCaller
-from faxws._transport import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT,
-    RawResponse,
-    Timeout,
-)
-from faxws._wire import OpenBody, envelope
+from faxws._wire import Body, envelope
 from faxws._xsd import Operation
-from faxws.auth import Credentials, credentials_from
+from faxws.auth import Credentials, Token, credentials_from
 from faxws.bindings import (
     GET_FAX_BROADCAST_REPORT,
     SEND_FAX,
@@ -29,6 +25,7 @@ from faxws.bindings import (
     FaxJobFiles,
     FaxJobRecipient,
     FaxJobRecipients,
+    FaxSendResponse,
     GetFaxBroadcastReport,
     SendFax,
 )
@@ -39,7 +36,7 @@ from faxws.errors import (
 from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
 from faxws.validation import check_request
 
-__all__ = ["FaxClient"]
+__all__ = ["AsyncFaxClient", "FaxClient"]
 
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
@@ -86,7 +83,125 @@ def service_url(
     return f"{parts.scheme}://{netloc}{path}"
 
 
-class FaxClient:
+class _ClientBase:
+    """What both clients do before and after the exchange, with no I/O: the arguments
+    checked, the typed requests built and checked against the schema, and the answers read
+    into results. :class:`FaxClient` and :class:`AsyncFaxClient` add only the exchange."""
+
+    _asynchronous = False
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        user_id: str,
+        token: Token | None,
+        pin: str | None,
+        allow_insecure_http: bool,
+    ) -> None:
+        self._user_id = check_text("user_id", user_id, required=True)
+        self._auth: Credentials = credentials_from(token, pin, asynchronous=self._asynchronous)
+        self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+
+    @property
+    def url(self) -> str:
+        """The endpoint every request is posted to."""
+        return self._url
+
+    @property
+    def user_id(self) -> str:
+        return self._user_id
+
+    @property
+    def auth_mode(self) -> str:
+        """``"oauth2"`` or ``"pin"``."""
+        return self._auth.mode
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}(url={self._url!r}, user_id={self._user_id!r}, auth={self._auth!r})"
+
+    # -- building requests ----------------------------------------------------------------
+
+    def _send_fax_request(
+        self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
+    ) -> SendFax:
+        return SendFax(
+            user_id=self._user_id,
+            str_pin=self._auth.pin(),
+            recipients=FaxJobRecipients(item=_recipients(recipients)),
+            fax_job_files=FaxJobFiles(item=_files(files)),
+        )
+
+    def _report_request(
+        self, job_id: str, recipient_type: int | None, recip_address: str | None
+    ) -> GetFaxBroadcastReport:
+        check_text("job_id", job_id, required=True)
+        if (recipient_type is None) != (recip_address is None):
+            raise BadInputError(
+                "recipient_type/recip_address", "give both to narrow the report, or neither"
+            )
+        rtype = 0 if recipient_type is None else check_int("recipient_type", recipient_type)
+        address = (
+            ""
+            if recip_address is None
+            else check_text("recip_address", recip_address, required=True)
+        )
+        return GetFaxBroadcastReport(
+            user_id=self._user_id,
+            str_pin=self._auth.pin(),
+            job_id=job_id,
+            recipient_type=rtype,
+            recip_address=address,
+        )
+
+    @staticmethod
+    def _body(request: object, rid: str) -> Body:
+        body = envelope(request)
+        # The bindings and the checks above should make this unreachable; the schema has
+        # the last word all the same, before anything is sent.
+        check_request(body.skeleton(), rid)
+        return body
+
+    # -- reading answers ------------------------------------------------------------------
+
+    def _read(self, operation: Operation[Any, ResponseT], raw: RawResponse, rid: str) -> ResponseT:
+        return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
+
+    def _send_fax_result(
+        self, rid: str, request: SendFax, response: FaxSendResponse, raw: RawResponse
+    ) -> SendFaxResult:
+        job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
+        if len(job_ids) != len(request.recipients.item):
+            # Not an error: the job was accepted, and raising would invite a second send.
+            logger.warning(
+                "SendFax request_id=%s: %d job ids for %d recipients",
+                rid,
+                len(job_ids),
+                len(request.recipients.item),
+            )
+        return SendFaxResult(
+            job_ids=job_ids,
+            ttfp=response.ttfp,
+            request_id=rid,
+            activity_id=_header(raw, "x-ch-activity-id", self._auth),
+            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
+        )
+
+    def _report_result(
+        self, rid: str, request: GetFaxBroadcastReport, raw: RawResponse
+    ) -> BroadcastReportResult:
+        return BroadcastReportResult(
+            job_id=request.job_id,
+            request_id=rid,
+            activity_id=_header(raw, "x-ch-activity-id", self._auth),
+            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
+            recipient_type=request.recipient_type,
+            recip_address=request.recip_address,
+        )
+
+
+class FaxClient(_ClientBase):
     """A client of the FaxWS v5 service.
 
     Give exactly one of ``token`` (OAuth 2.0: a string, or a zero-argument callable returning
@@ -131,9 +246,13 @@ class FaxClient:
         max_connections: int = 16,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        self._user_id = check_text("user_id", user_id, required=True)
-        self._auth: Credentials = credentials_from(token, pin)
-        self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+        super().__init__(
+            base_url,
+            user_id=user_id,
+            token=token,
+            pin=pin,
+            allow_insecure_http=allow_insecure_http,
+        )
         self._caller = SyncCaller(
             self._url,
             self._auth,
@@ -146,23 +265,6 @@ class FaxClient:
             max_connections=max_connections,
             max_response_bytes=max_response_bytes,
         )
-
-    @property
-    def url(self) -> str:
-        """The endpoint every request is posted to."""
-        return self._url
-
-    @property
-    def user_id(self) -> str:
-        return self._user_id
-
-    @property
-    def auth_mode(self) -> str:
-        """``"oauth2"`` or ``"pin"``."""
-        return self._auth.mode
-
-    def __repr__(self) -> str:
-        return f"FaxClient(url={self._url!r}, user_id={self._user_id!r}, auth={self._auth!r})"
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -193,29 +295,9 @@ class FaxClient:
         """
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            return self._send_fax(rid, recipients, files)
-
-    def _send_fax(
-        self, rid: str, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
-    ) -> SendFaxResult:
-        request = self._send_fax_request(recipients, files)
-        response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
-        job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
-        if len(job_ids) != len(request.recipients.item):
-            # Not an error: the job was accepted, and raising would invite a second send.
-            logger.warning(
-                "SendFax request_id=%s: %d job ids for %d recipients",
-                rid,
-                len(job_ids),
-                len(request.recipients.item),
-            )
-        return SendFaxResult(
-            job_ids=job_ids,
-            ttfp=response.ttfp,
-            request_id=rid,
-            activity_id=_header(raw, "x-ch-activity-id", self._auth),
-            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
-        )
+            request = self._send_fax_request(recipients, files)
+            response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
+            return self._send_fax_result(rid, request, response, raw)
 
     def get_fax_broadcast_report(
         self,
@@ -236,55 +318,9 @@ class FaxClient:
         """
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            return self._report(rid, job_id, recipient_type, recip_address)
-
-    def _report(
-        self, rid: str, job_id: str, recipient_type: int | None, recip_address: str | None
-    ) -> BroadcastReportResult:
-        request = self._report_request(job_id, recipient_type, recip_address)
-        _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
-        return BroadcastReportResult(
-            job_id=request.job_id,
-            request_id=rid,
-            activity_id=_header(raw, "x-ch-activity-id", self._auth),
-            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
-            recipient_type=request.recipient_type,
-            recip_address=request.recip_address,
-        )
-
-    # -- building requests ----------------------------------------------------------------
-
-    def _send_fax_request(
-        self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
-    ) -> SendFax:
-        return SendFax(
-            user_id=self._user_id,
-            str_pin=self._auth.pin(),
-            recipients=FaxJobRecipients(item=_recipients(recipients)),
-            fax_job_files=FaxJobFiles(item=_files(files)),
-        )
-
-    def _report_request(
-        self, job_id: str, recipient_type: int | None, recip_address: str | None
-    ) -> GetFaxBroadcastReport:
-        check_text("job_id", job_id, required=True)
-        if (recipient_type is None) != (recip_address is None):
-            raise BadInputError(
-                "recipient_type/recip_address", "give both to narrow the report, or neither"
-            )
-        rtype = 0 if recipient_type is None else check_int("recipient_type", recipient_type)
-        address = (
-            ""
-            if recip_address is None
-            else check_text("recip_address", recip_address, required=True)
-        )
-        return GetFaxBroadcastReport(
-            user_id=self._user_id,
-            str_pin=self._auth.pin(),
-            job_id=job_id,
-            recipient_type=rtype,
-            recip_address=address,
-        )
+            request = self._report_request(job_id, recipient_type, recip_address)
+            _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
+            return self._report_result(rid, request, raw)
 
     # -- the exchange -----------------------------------------------------------------------
 
@@ -296,26 +332,132 @@ class FaxClient:
         *,
         idempotent: bool,
     ) -> tuple[ResponseT, RawResponse]:
-        body = envelope(request)
-        # The bindings and the checks above should make this unreachable; the schema has
-        # the last word all the same, before anything is sent.
-        check_request(body.skeleton(), rid)
+        body = self._body(request, rid)
         # Documents are measured now: Content-Length is what they hold at this moment.
         with body.open() as opened:
-            return self._exchange(operation, opened, rid, idempotent=idempotent)
+            raw = self._caller.call(
+                operation.name,
+                opened.payload(),
+                len(opened),
+                rid,
+                operation.soap_action,
+                idempotent=idempotent,
+            )
+            return self._read(operation, raw, rid), raw
 
-    def _exchange(
-        self, operation: Operation[Any, ResponseT], body: OpenBody, rid: str, *, idempotent: bool
+
+class AsyncFaxClient(_ClientBase):
+    """The FaxWS v5 client for asyncio: the options, methods, results and errors of
+    :class:`FaxClient`, with coroutines for the calls.
+
+    ``token`` may also be an async callable, awaited for every request (see
+    :class:`faxws.oauth.AsyncClientCredentials`); a plain callable is called in the event
+    loop, so it must not block. A client holds one pool of connections for the event loop it
+    is first used in; use it with ``async with``, or await :meth:`close`. Needs the ``async``
+    extra (``pip install 'faxws[async]'``, which brings aiohttp); aiohttp is imported when
+    the first client is made.
+
+    A call cancelled while its request is in flight logs (WARNING) its request id and
+    whether the request may have been delivered, closes the connection it used, and re-raises
+    :class:`asyncio.CancelledError`.
+    """
+
+    _asynchronous = True
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        user_id: str,
+        token: Token | None = None,
+        pin: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        verify: bool | str = True,
+        proxies: Mapping[str, str] | None = None,
+        allow_insecure_http: bool = False,
+        retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_connections: int = 16,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        super().__init__(
+            base_url,
+            user_id=user_id,
+            token=token,
+            pin=pin,
+            allow_insecure_http=allow_insecure_http,
+        )
+        from faxws._async import AsyncCaller  # imports aiohttp: only when it is used
+
+        self._caller = AsyncCaller(
+            self._url,
+            self._auth,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
+        )
+
+    async def close(self) -> None:
+        """Close the pooled connections."""
+        await self._caller.close()
+
+    async def __aenter__(self) -> AsyncFaxClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- operations -------------------------------------------------------------------------
+
+    async def send_fax(
+        self,
+        recipients: Sequence[Recipient | str],
+        files: Sequence[FaxFile],
+        request_id: str | None = None,
+    ) -> SendFaxResult:
+        """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
+        rid = _request_id(request_id)
+        with _call_boundary(rid):
+            request = self._send_fax_request(recipients, files)
+            response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
+            return self._send_fax_result(rid, request, response, raw)
+
+    async def get_fax_broadcast_report(
+        self,
+        job_id: str,
+        recipient_type: int | None = None,
+        recip_address: str | None = None,
+        request_id: str | None = None,
+    ) -> BroadcastReportResult:
+        """Ask for the broadcast report of a job (see
+        :meth:`FaxClient.get_fax_broadcast_report`)."""
+        rid = _request_id(request_id)
+        with _call_boundary(rid):
+            request = self._report_request(job_id, recipient_type, recip_address)
+            _, raw = await self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
+            return self._report_result(rid, request, raw)
+
+    async def _call(
+        self,
+        operation: Operation[RequestT, ResponseT],
+        request: RequestT,
+        rid: str,
+        *,
+        idempotent: bool,
     ) -> tuple[ResponseT, RawResponse]:
-        raw = self._caller.call(
+        raw = await self._caller.call(
             operation.name,
-            body.payload(),
-            len(body),
+            self._body(request, rid),
             rid,
             operation.soap_action,
             idempotent=idempotent,
         )
-        return interpret(operation, raw.status, raw.content, rid, self._auth.redact), raw
+        return self._read(operation, raw, rid), raw
 
 
 def _request_id(request_id: str | None) -> str:

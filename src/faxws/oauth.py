@@ -1,12 +1,14 @@
-"""An OAuth 2.0 token provider for the client credentials grant (RFC 6749, section 4.4).
+"""OAuth 2.0 token providers for the client credentials grant (RFC 6749, section 4.4).
 
 Pass an instance as ``token=`` to :class:`~faxws.FaxClient`: the client calls it for every
 request; it answers from its cache until shortly before the token expires, and fetches a new
 token after the client reports an HTTP 401 (through :meth:`ClientCredentials.invalidate`).
+:class:`AsyncClientCredentials` is the same for :class:`~faxws.AsyncFaxClient`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -37,7 +39,7 @@ from faxws.errors import (
     RequestTimeoutError,
 )
 
-__all__ = ["DEFAULT_SCOPE", "ClientCredentials"]
+__all__ = ["DEFAULT_SCOPE", "AsyncClientCredentials", "ClientCredentials"]
 
 
 DEFAULT_SCOPE = "FaxWS offline_access"
@@ -297,6 +299,90 @@ def _copy_error(error: FaxWSError) -> FaxWSError:
     copy.__cause__ = error.__cause__
     copy.__suppress_context__ = error.__suppress_context__
     return copy
+
+
+class AsyncClientCredentials:
+    """:class:`ClientCredentials` for :class:`~faxws.AsyncFaxClient`: awaited for every
+    request, it answers from its cache until ``leeway`` seconds before the token expires.
+
+    Concurrent tasks share one fetch; a task cancelled while it waits leaves the fetch to the
+    others (and to the cache). The arguments, their checks, the token request and every
+    check of its answer (bounded body, errors without the secret) are
+    :class:`ClientCredentials`' own: the request is made by one of its instances, in a
+    worker thread, once per token (not once per call). The client passes it the call's
+    request id through its errors, as for the sync provider.
+    """
+
+    def __init__(
+        self,
+        token_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scope: str = DEFAULT_SCOPE,
+        leeway: float = 30.0,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        verify: bool | str = True,
+        allow_insecure_http: bool = False,
+    ) -> None:
+        self._grant = ClientCredentials(
+            token_url,
+            client_id,
+            client_secret,
+            scope=scope,
+            leeway=leeway,
+            timeout=timeout,
+            verify=verify,
+            allow_insecure_http=allow_insecure_http,
+        )
+        self._url = token_url
+        self._client_id = client_id
+        self._leeway = float(leeway)
+        self._token: str | None = None
+        self._expires_at = 0.0
+        self._fetching: asyncio.Task[tuple[str, float]] | None = None
+
+    @property
+    def fetches(self) -> int:
+        """How many tokens were fetched (for monitoring and tests)."""
+        return self._grant.fetches
+
+    def __repr__(self) -> str:
+        return (
+            f"AsyncClientCredentials(token_url={self._url!r}, client_id={self._client_id!r}, "
+            "client_secret=<hidden>)"
+        )
+
+    async def __call__(self) -> str:
+        cached = self._token
+        if cached is not None and time.monotonic() < self._expires_at - self._leeway:
+            return cached
+        fetching = self._fetching
+        if fetching is None or fetching.get_loop() is not asyncio.get_running_loop():
+            fetching = self._fetching = asyncio.ensure_future(self._fetch())
+            # Its waiters may all have been cancelled: its failure is theirs to see, not
+            # asyncio's to log.
+            fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
+        # Shielded: one waiter's cancellation must not cancel the fetch the others wait for.
+        token, _ = await asyncio.shield(fetching)
+        return token
+
+    def invalidate(self) -> None:
+        """Forget the cached token: the next call fetches a new one."""
+        self._token = None
+
+    def close(self) -> None:
+        self._grant.close()
+
+    async def _fetch(self) -> tuple[str, float]:
+        try:
+            token, expires_at = await asyncio.get_running_loop().run_in_executor(
+                None, self._grant._fetch
+            )
+        finally:
+            self._fetching = None
+        self._token, self._expires_at = token, expires_at
+        return token, expires_at
 
 
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:

@@ -1,0 +1,669 @@
+"""HTTP for the async client over aiohttp: one pooled session per client (bound to the event
+loop it is first used in), and one table mapping aiohttp's exceptions onto faxws errors.
+
+Whether a failed request may have been delivered is decided by one fact, recorded by the
+connection's socket itself: whether any byte of the request was written to it. The sockets
+are faxws's own (:class:`_RecordingSocket`, through aiohttp's ``socket_factory``): a
+successful ``send`` while a request of the current attempt is being written marks the
+attempt (:class:`Sent`). Bytes written while connecting (a TLS handshake, a proxy's
+``CONNECT``) are not the request's. On an event loop that does not write through the socket
+object (uvloop, the Windows proactor) every failure after the connection was set up counts as
+written: never a wrong "not delivered".
+
+Each attempt also keeps the time limits of the sync client: the connect time-out bounds the
+connection's set-up as a whole (TCP, a proxy's ``CONNECT``, TLS); while the request is written,
+each write must be taken within the read time-out; the head of the answer (interim answers
+included) must arrive within the read time-out of the request's end, and the body within the
+read time-out of the head. A limit that passes aborts the connection.
+
+The session ignores the environment (``trust_env=False``: no proxy variables, no
+``~/.netrc``), keeps no cookies, follows no redirects and reads at most
+``max_response_bytes``. Interim (1xx) answers are read past, at most
+:data:`~faxws._http.MAX_INTERIM_RESPONSES` of them. A document that turns out different
+from what the request announced aborts the connection with a TCP reset, so that the service
+never receives a complete but wrong body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import socket
+import ssl
+import struct
+import sys
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+try:
+    import aiohttp
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "AsyncFaxClient needs aiohttp: install the async extra (pip install 'faxws[async]')"
+    ) from exc
+
+from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, transport_error
+from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
+
+__all__ = ["AsyncBody", "AsyncHttpTransport", "Sent"]
+
+#: A request body: bytes, or a function that starts its chunks afresh for each attempt.
+AsyncBody = bytes | Callable[[], AsyncIterator[bytes]]
+
+
+# -- the fact: was any byte of the request written? -----------------------------------------
+
+
+class Sent:
+    """One attempt on the wire: whether any byte of the request was written, and the time
+    limit of the phase it is in (``pool``, ``connect``, ``send``, ``head``, ``body``,
+    ``done``). A limit that passes records the phase in ``expired`` and aborts the
+    connection; the exception aiohttp then raises is reported as a time-out."""
+
+    __slots__ = (
+        "_connect_timeout",
+        "_handle",
+        "_loop",
+        "_phase",
+        "_read_timeout",
+        "_response",
+        "_sockets",
+        "_used",
+        "armed",
+        "document_error",
+        "expired",
+        "precise",
+        "protocol",
+        "transport",
+        "written",
+    )
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        timeout: tuple[float, float],
+        used: weakref.WeakSet[asyncio.Transport],
+    ) -> None:
+        self._loop = loop
+        self._used = used
+        self._connect_timeout, self._read_timeout = timeout
+        self._handle: asyncio.TimerHandle | None = None
+        self._phase = "pool"
+        self._response: aiohttp.ClientResponse | None = None
+        self._sockets: list[socket.socket] = []
+        self.precise = False
+        self.armed = False
+        self.written = False
+        self.expired: str | None = None
+        self.document_error: DocumentError | None = None
+        self.transport: asyncio.Transport | None = None
+        self.protocol: object = None
+
+    # -- phases --
+
+    def connecting(self, sock: socket.socket) -> None:
+        """A new connection's socket: its set-up (TCP, CONNECT, TLS) has the connect time-out
+        as a whole."""
+        self._sockets.append(sock)
+        if self._phase == "pool":
+            self._phase = "connect"
+            self._arm(self._connect_timeout)
+
+    def sending(self, transport: asyncio.Transport, protocol: object) -> None:
+        """The connection is set up; from here on, bytes written are the request's."""
+        self._disarm()
+        self._phase = "send"
+        self.transport = transport
+        self._used.add(transport)
+        self.protocol = protocol
+        self.armed = True
+        if not self.precise:
+            self.written = True  # cannot count: say what is safe
+
+    def writing(self) -> None:
+        if self._phase == "send":
+            self._arm(self._read_timeout)
+
+    def wrote(self) -> None:
+        if self._phase == "send":
+            self._disarm()
+
+    def body_done(self) -> None:
+        if self._phase == "send":
+            self._phase = "head"
+            self._arm(self._read_timeout)
+
+    def head_done(self, response: aiohttp.ClientResponse) -> None:
+        self._phase = "body"
+        self._response = response
+        self._arm(self._read_timeout)
+
+    def finish(self) -> None:
+        self._phase = "done"
+        self._disarm()
+
+    def reset_for_retry(self) -> None:
+        """A stale pooled connection was dropped before anything was written to it."""
+        self._disarm()
+        self._phase = "pool"
+        self.armed = False
+        self.transport = None
+
+    # -- time limits --
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._handle = self._loop.call_later(seconds, self._expire)
+
+    def _disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _expire(self) -> None:
+        self._handle = None
+        phase = self._phase
+        if phase in ("pool", "done"):
+            return
+        if phase == "body" and self._response is not None and self._response.connection is None:
+            return  # the whole answer is in: the connection went back to the pool
+        self.expired = phase
+        if self.transport is not None:
+            self.transport.abort()
+            return
+        for sock in self._sockets:  # still connecting: its reads and writes end at once
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+_sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
+
+
+def _mark() -> None:
+    sent = _sent.get()
+    if sent is not None and sent.armed:
+        sent.written = True
+
+
+class _RecordingSocket(socket.socket):
+    """Marks the current attempt when bytes of its request are written. asyncio's transports
+    write through ``send`` (and ``sendmsg`` from 3.12), in the writing task's context or in a
+    callback that copied it; a TLS transport writes its records here too."""
+
+    __slots__ = ()
+
+    def send(self, data: Any, flags: int = 0, /) -> int:
+        n = super().send(data, flags)
+        if n:
+            _mark()
+        return n
+
+    def sendmsg(self, *args: Any) -> int:
+        n = super().sendmsg(*args)
+        if n:
+            _mark()
+        return n
+
+
+def _new_socket(addr_info: Any) -> socket.socket:
+    family, type_, proto = addr_info[:3]
+    sock = _RecordingSocket(family, type_, proto)
+    sent = _sent.get()
+    if sent is not None:
+        sent.connecting(sock)
+    return sock
+
+
+# -- aiohttp's request and response, each with one addition ---------------------------------
+
+#: Connections that carried a whole answer: reused ones are checked before a request.
+_answered: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+class _StaleConnectionError(Exception):
+    """A pooled connection the server closed (or wrote to) while it was idle."""
+
+
+def _has_input(transport: asyncio.BaseTransport) -> bool:
+    """Whether an idle connection has anything to read: only a close (or a broken server)
+    can have put it there, so the next request must go on a new connection. (urllib3 makes
+    the same check before it reuses a connection.)"""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        fd = sock.fileno()
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([fd], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):
+        return True
+
+
+class _Request(aiohttp.ClientRequest):
+    """Starts the request's part of the attempt: the connection is set up, so every byte
+    written from here on is the request's."""
+
+    async def send(self, conn: Any) -> aiohttp.ClientResponse:
+        sent = _sent.get()
+        if sent is not None:
+            protocol = conn.protocol
+            transport = conn.transport
+            if transport is None or (protocol in _answered and _has_input(transport)):
+                raise _StaleConnectionError
+            sent.sending(transport, protocol)
+        return await super().send(conn)
+
+
+class _TooManyInterimError(Exception):
+    """More interim answers than any server sends on purpose."""
+
+
+class _Response(aiohttp.ClientResponse):
+    """aiohttp reads past every interim (1xx) answer; this counts them, so that a server
+    sending them endlessly cannot hold a call (the head's time limit bounds slow ones)."""
+
+    async def start(self, connection: Any) -> aiohttp.ClientResponse:
+        protocol = connection.protocol
+        read = protocol.read
+        interim = 0
+
+        async def read_counting() -> Any:
+            nonlocal interim
+            item = await read()
+            code = item[0].code
+            if 100 <= code < 200 and code != 101:
+                interim += 1
+                if interim > MAX_INTERIM_RESPONSES:
+                    raise _TooManyInterimError(
+                        f"more than {MAX_INTERIM_RESPONSES} interim responses"
+                    )
+            return item
+
+        protocol.read = read_counting  # this response's reads only
+        try:
+            return await super().start(connection)
+        finally:
+            del protocol.read
+
+
+# -- one table: aiohttp's failures -> what to say ---------------------------------------------
+
+# (exception class, kind), most specific first; the first match describes the failure. The
+# kind only shapes the message and the class; maybe_delivered comes from Sent.
+_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (aiohttp.ServerTimeoutError, "timeout"),
+    (asyncio.TimeoutError, "timeout"),
+    (TimeoutError, "timeout"),
+    (aiohttp.ClientHttpProxyError, "proxy"),
+    (aiohttp.ClientProxyConnectionError, "proxy"),
+    (aiohttp.ClientConnectorCertificateError, "tls"),
+    (aiohttp.ClientSSLError, "tls"),
+    (ssl.SSLError, "tls"),
+    (aiohttp.ClientPayloadError, "protocol"),
+    (aiohttp.ClientResponseError, "protocol"),
+    (_TooManyInterimError, "protocol"),
+    (_StaleConnectionError, "connection"),
+    (aiohttp.ClientConnectionError, "connection"),
+    (OSError, "connection"),
+    (aiohttp.ClientError, "protocol"),
+)
+
+
+def _kind(exc: BaseException) -> str:
+    for cls, kind in _KINDS:
+        if isinstance(exc, cls):
+            if kind == "connection" and any(isinstance(e, ssl.SSLError) for e in _chain(exc)):
+                return "tls"
+            return kind
+    return "unexpected"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what it wraps (aiohttp keeps the original as the cause or in an
+    attribute)."""
+    out: list[BaseException] = []
+    stack: list[Any] = [exc]
+    while stack:
+        cur = stack.pop(0)
+        if not isinstance(cur, BaseException) or any(cur is e for e in out):
+            continue
+        out.append(cur)
+        stack.extend(
+            getattr(cur, name, None) for name in ("certificate_error", "os_error", "_os_error")
+        )
+        stack.extend((cur.__cause__, cur.__context__))
+    return out
+
+
+def _cause(exc: BaseException) -> str:
+    """The root cause in a few words ("Connection refused"), never aiohttp's own text, which
+    may quote what the server sent."""
+    chain = _chain(exc)
+    # aiohttp's TLS errors subclass ssl's without their attributes; ssl's own carry them.
+    own = [e for e in chain if not isinstance(e, aiohttp.ClientError)]
+    for e in own:
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed: {e.verify_message}"
+    for e in chain:
+        if isinstance(e, aiohttp.ClientHttpProxyError):
+            return f"the proxy refused the tunnel (HTTP {e.status})"
+        if isinstance(e, ssl.SSLError) and e in own:
+            return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
+        if isinstance(e, socket.gaierror):
+            return f"cannot resolve the host name ({e.strerror})"
+        if isinstance(e, OSError) and e.errno:
+            return os.strerror(e.errno)
+        if isinstance(e, aiohttp.ServerDisconnectedError):
+            return "the server closed the connection without answering"
+        if isinstance(e, aiohttp.ClientPayloadError):
+            return "the answer ended before its announced length"
+        if isinstance(e, aiohttp.ClientResponseError):
+            return f"malformed answer ({excerpt(e.message, 80)})"
+        if isinstance(e, _TooManyInterimError):
+            return f"malformed answer ({e})"
+        if isinstance(e, _StaleConnectionError):
+            return "every pooled connection had been closed by the server"
+        if isinstance(e, (aiohttp.ServerTimeoutError, asyncio.TimeoutError, TimeoutError)):
+            return "timed out"
+    return type(exc).__name__
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def _select_proxy(url: str, proxies: Mapping[str, str]) -> str | None:
+    """The proxy for ``url``, chosen as requests chooses it for the sync client."""
+    parts = urlsplit(url)
+    for key in (
+        f"{parts.scheme}://{parts.hostname}",
+        parts.scheme,
+        f"all://{parts.hostname}",
+        "all",
+    ):
+        if key in proxies:
+            return proxies[key]
+    return None
+
+
+@lru_cache(maxsize=8)
+def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
+    """The TLS settings of the sync client: the CA bundle requests uses (certifi's) unless a
+    bundle is given; False turns verification off."""
+    if verify is False:
+        return False
+    if verify is True:
+        from requests.utils import DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests uses
+
+        return ssl.create_default_context(cafile=DEFAULT_CA_BUNDLE_PATH)
+    context = ssl.create_default_context()
+    if os.path.isdir(verify):
+        context.load_verify_locations(capath=verify)
+    else:
+        context.load_verify_locations(cafile=verify)
+    return context
+
+
+# -- the transport ----------------------------------------------------------------------------
+
+
+class AsyncHttpTransport:
+    """POSTs request bodies to one URL and reads bounded answers, on one event loop."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: tuple[float, float],
+        verify: bool | str,
+        proxies: Mapping[str, str],
+        max_connections: int,
+        max_response_bytes: int,
+        user_agent: str,
+        redact: Callable[[str], str] = lambda text: text,
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self._max_connections = max_connections
+        self._redact = redact
+        self._verify = verify
+        parts = urlsplit(url)
+        self._where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        self._proxy = _select_proxy(url, proxies)
+        if (
+            self._proxy is not None
+            and self._proxy.startswith("https:")
+            and parts.scheme == "https"
+            and sys.version_info < (3, 11)
+        ):
+            key = next(k for k, v in proxies.items() if v == self._proxy)
+            raise BadInputError(
+                f"proxies[{key!r}]",
+                "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
+                "has from Python 3.11; use an http:// proxy URL (the tunnel is still TLS)",
+            )
+        self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"}
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._precise = False
+        # Every connection a request went out on, until it is gone: close() ends them all.
+        self._used: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
+
+    def _session_here(self, request_id: str) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._loop is loop:
+            return self._session
+        if self._session is not None:
+            raise FaxWSError(
+                "this AsyncFaxClient belongs to another event loop (the one it was first "
+                "used in); make one client per event loop; nothing was sent",
+                request_id=request_id,
+                maybe_delivered=False,
+            )
+        connector = aiohttp.TCPConnector(
+            limit=self._max_connections,
+            limit_per_host=0,
+            ssl=_ssl_context(self._verify),
+            socket_factory=_new_socket,
+        )
+        read = self.timeout[1]
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers=self._headers,
+            request_class=_Request,
+            response_class=_Response,
+            # aiohttp's own read time-out measures silence; Sent bounds each phase as a whole.
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=None, sock_connect=self.timeout[0], sock_read=read
+            ),
+            max_line_size=65536,
+            max_field_size=65536,
+        )
+        self._loop = loop
+        # Loops of asyncio's selector family write through the socket object; others
+        # (uvloop, the proactor) do not, and Sent then counts every attempt as written.
+        self._precise = isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
+        return self._session
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        loop, self._loop = self._loop, None
+        if session is None:
+            return
+        if loop is not asyncio.get_running_loop():
+            session.detach()  # its loop's connections cannot be closed from here
+            return
+        await session.close()
+        # A TLS connection aiohttp closed earlier (the server said Connection: close) may
+        # still be waiting for the server's close_notify: end it now, or it would outlive the
+        # client (and, at the loop's end, be reported as an unclosed transport).
+        used = list(self._used)
+        self._used.clear()
+        for transport in used:
+            transport.abort()
+        if used:
+            await asyncio.sleep(0)  # the aborts close their sockets in the next loop pass
+
+    async def post(
+        self,
+        body: AsyncBody,
+        size: int,
+        headers: Mapping[str, str],
+        request_id: str,
+        sent: Sent,
+    ) -> RawResponse:
+        """The final answer to one attempt of ``body`` (``size`` bytes). ``sent`` records
+        whether any byte was written, also when the call is cancelled."""
+        session = self._session_here(request_id)
+        start = time.perf_counter()
+        all_headers = {**headers, "Content-Length": str(size)}
+        token = _sent.set(sent)
+        try:
+            response = await self._request(session, body, all_headers, sent)
+        except asyncio.CancelledError:
+            sent.finish()
+            raise
+        except Exception as exc:
+            sent.finish()
+            error = self._failure(exc, sent, request_id)
+            # Not chained to aiohttp's exception: its text may quote what the server sent.
+            raise error from error.__cause__ if error is sent.document_error else None
+        finally:
+            _sent.reset(token)
+        try:
+            sent.head_done(response)
+            content = await self._read(response, request_id)
+            _answered.add(sent.protocol)
+        except FaxWSError:
+            response.close()
+            raise
+        except asyncio.CancelledError:
+            response.close()
+            raise
+        except Exception as exc:
+            response.close()
+            raise self._failure(exc, sent, request_id) from None
+        finally:
+            sent.finish()
+        response.release()
+        return RawResponse(response.status, response.headers, content, time.perf_counter() - start)
+
+    async def _request(
+        self,
+        session: aiohttp.ClientSession,
+        body: AsyncBody,
+        headers: Mapping[str, str],
+        sent: Sent,
+    ) -> aiohttp.ClientResponse:
+        sent.precise = self._precise
+        # A pooled connection the server closed while idle is replaced, as often as the pool
+        # may hold such connections; nothing was written to it.
+        tries = 0
+        while True:
+            try:
+                return await session.post(
+                    self.url,
+                    data=self._chunks(body, sent),
+                    headers=headers,
+                    allow_redirects=False,
+                    proxy=self._proxy,
+                )
+            except _StaleConnectionError:
+                tries += 1
+                if tries > self._max_connections:
+                    raise
+                sent.reset_for_retry()
+
+    async def _chunks(self, body: AsyncBody, sent: Sent) -> AsyncIterator[bytes]:
+        """The body as aiohttp writes it: each write must be taken within the read time-out,
+        and the answer's time limit starts when the last one was. A document that fails
+        resets the connection before the body is complete."""
+        try:
+            if isinstance(body, bytes):
+                sent.writing()
+                yield body
+                sent.wrote()
+            else:
+                async for chunk in body():
+                    sent.writing()
+                    yield chunk
+                    sent.wrote()
+        except DocumentError as exc:
+            sent.document_error = exc
+            _reset(sent.transport)
+            raise
+        sent.body_done()
+
+    def _failure(self, exc: BaseException, sent: Sent, request_id: str) -> FaxWSError:
+        document = sent.document_error
+        if document is not None:
+            document.request_id = request_id
+            document.maybe_delivered = sent.written
+            return document
+        if sent.expired is not None:
+            kind, cause = "timeout", _EXPIRED[sent.expired].format(self.timeout[1])
+        else:
+            kind, cause = _kind(exc), self._redact(_cause(exc))
+        return transport_error(
+            kind, cause, written=sent.written, request_id=request_id, where=self._where
+        )
+
+    async def _read(self, response: aiohttp.ClientResponse, request_id: str) -> bytes:
+        """The body, at most ``max_response_bytes`` (after decompression)."""
+        limit = self.max_response_bytes
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ProtocolError(
+                f"the response is larger than {limit} bytes (Content-Length {declared})",
+                request_id=request_id,
+                status_code=response.status,
+            )
+        chunks: list[bytes] = []
+        total = 0
+        content = response.content
+        while chunk := await content.readany():
+            total += len(chunk)
+            if total > limit:
+                raise ProtocolError(
+                    f"the response is larger than {limit} bytes",
+                    request_id=request_id,
+                    status_code=response.status,
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def attempt(self) -> Sent:
+        """The record of a new attempt."""
+        return Sent(asyncio.get_running_loop(), self.timeout, self._used)
+
+
+_EXPIRED = {
+    "connect": "setting up the connection took longer than the connect time-out",
+    "send": "the service took no part of the request for longer than {} s",
+    "head": "no answer within {} s",
+    "body": "the answer took longer than {} s to arrive",
+}
+
+
+def _reset(transport: asyncio.Transport | None) -> None:
+    """Close with a reset, not a FIN: the body is incomplete and must read as broken."""
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()

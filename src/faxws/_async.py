@@ -1,0 +1,229 @@
+"""The asynchronous exchange of :class:`faxws.AsyncFaxClient`, mirroring
+:class:`faxws._sync.SyncCaller`: the same options and checks, the token fetched (or awaited)
+per attempt, one retry after a 401 for token providers, and retries only as
+:func:`faxws._soap.may_retry` allows (the decisions are :class:`faxws._http.Attempts`).
+
+Documents on disk are opened, measured and read in worker threads, a chunk at a time, so the
+event loop never waits for a file. A cancelled call logs its request id and whether any
+byte of its request was written, and re-raises :class:`asyncio.CancelledError`; whatever a
+worker thread still holds (open files, a file object's send lock) is released when the thread
+is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import TypeVar
+
+from faxws._aiohttp import AsyncBody, AsyncHttpTransport
+from faxws._http import Attempts, RawResponse, Timeout, caller_options
+from faxws._log import logger
+from faxws._soap import request_headers
+from faxws._version import __version__
+from faxws._wire import Body, OpenBody
+from faxws.auth import Credentials
+from faxws.errors import TransportError
+
+__all__ = ["AsyncCaller"]
+
+T = TypeVar("T")
+
+
+async def _off_loop(work: Callable[[], T], abandoned: Callable[[T | None], None]) -> T:
+    """``work()`` in a worker thread. When the caller is cancelled, the thread still runs to
+    its end; ``abandoned`` then gets its result (None if it failed) to release it."""
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+
+        def release(done: asyncio.Future[T]) -> None:
+            failed = done.cancelled() or done.exception() is not None
+            abandoned(None if failed else done.result())
+
+        future.add_done_callback(release)
+        raise
+
+
+class _Documents:
+    """One call's request body: measured when the call starts, sent whole by each attempt
+    (small bodies as bytes, large ones in chunks read and encoded in worker threads)."""
+
+    def __init__(self, opened: OpenBody, payload: bytes | OpenBody) -> None:
+        self._opened = opened
+        self.size = len(opened)
+        self.body: AsyncBody = payload if isinstance(payload, bytes) else self._stream
+        self._reading: asyncio.Future[bytes | None] | None = None
+
+    @classmethod
+    async def open(cls, body: Body) -> _Documents:
+        if body.in_memory:
+            opened = body.open()
+            return cls(opened, opened.payload())
+
+        def release(opened: OpenBody | None) -> None:
+            if opened is not None:
+                opened.close()
+
+        opened = await _off_loop(body.open, release)
+        try:
+            payload = await _off_loop(opened.payload, lambda _: opened.close())
+        except asyncio.CancelledError:
+            raise  # the thread closes it when it is done
+        except BaseException:
+            opened.close()
+            raise
+        return cls(opened, payload)
+
+    async def _stream(self) -> AsyncIterator[bytes]:
+        await self._settled()
+        chunks = iter(self._opened)
+        while (chunk := await self._next(chunks)) is not None:
+            yield chunk
+
+    async def _next(self, chunks: Iterator[bytes]) -> bytes | None:
+        self._reading = asyncio.get_running_loop().run_in_executor(None, next, chunks, None)
+        # Shielded: a cancelled write leaves the thread reading; close() waits for it.
+        return await asyncio.shield(self._reading)
+
+    async def _settled(self) -> None:
+        """Wait for a read an earlier attempt left in a thread: its file position is
+        shared."""
+        reading = self._reading
+        if reading is not None and not reading.done():
+            await asyncio.wait([reading])
+
+    def close(self) -> None:
+        reading = self._reading
+        if reading is None or reading.done():
+            self._consume(reading)
+            self._opened.close()
+            return
+
+        def close_when_done(done: asyncio.Future[bytes | None]) -> None:
+            self._consume(done)
+            self._opened.close()
+
+        reading.add_done_callback(close_when_done)
+
+    @staticmethod
+    def _consume(reading: asyncio.Future[bytes | None] | None) -> None:
+        # A read that failed after its attempt was given up: its error was reported (or
+        # did not matter) then; retrieving it keeps asyncio from logging it again.
+        if reading is not None and reading.done() and not reading.cancelled():
+            reading.exception()
+
+
+class AsyncCaller:
+    """Posts request bodies to one service URL with one set of credentials."""
+
+    def __init__(
+        self,
+        url: str,
+        credentials: Credentials,
+        *,
+        timeout: Timeout,
+        verify: bool | str,
+        proxies: Mapping[str, str] | None,
+        allow_insecure_http: bool,
+        retries: int,
+        retry_backoff: float,
+        max_connections: int,
+        max_response_bytes: int,
+    ) -> None:
+        self.url = url
+        self.credentials = credentials
+        options = caller_options(
+            url,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
+        )
+        self.retries = options.retries
+        self.retry_backoff = options.retry_backoff
+        self.http = AsyncHttpTransport(
+            url,
+            timeout=options.timeout,
+            verify=options.verify,
+            proxies=options.proxies,
+            max_connections=options.max_connections,
+            max_response_bytes=options.max_response_bytes,
+            user_agent=f"faxws/{__version__}",
+            redact=credentials.redact,
+        )
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def call(
+        self, name: str, body: Body, rid: str, soap_action: str, *, idempotent: bool
+    ) -> RawResponse:
+        """The final answer to ``body``, after the retries that are safe."""
+        written = False
+        documents: _Documents | None = None
+        try:
+            # Documents are measured now: Content-Length is what they hold at this moment.
+            documents = await _Documents.open(body)
+            attempts = Attempts(
+                name,
+                idempotent=idempotent,
+                retries=self.retries,
+                backoff=self.retry_backoff,
+                redact=self.credentials.redact,
+            )
+            while True:
+                token = await self.credentials.bearer_token_async(rid)
+                attempts.sending(rid, self.url, documents.size)
+                sent = self.http.attempt()
+                try:
+                    raw = await self.http.post(
+                        documents.body,
+                        documents.size,
+                        request_headers(rid, token, soap_action),
+                        rid,
+                        sent,
+                    )
+                except TransportError as exc:
+                    delay = attempts.after_error(rid, exc)
+                    if delay is None:
+                        raise
+                    await asyncio.sleep(delay)
+                    continue
+                finally:
+                    written = written or sent.written
+                attempts.answered(rid, raw)
+                if (
+                    attempts.wants_refresh(raw, self.credentials.refreshable)
+                    and await self.credentials.refresh_async()
+                ):
+                    continue
+                delay = attempts.after_answer(rid, raw)
+                if delay is None:
+                    return raw
+                await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            if written:
+                logger.warning(
+                    "%s request_id=%s cancelled after bytes of the request were written: it "
+                    "may have been delivered (maybe_delivered=True); check before sending it "
+                    "again",
+                    name,
+                    rid,
+                )
+            else:
+                logger.warning(
+                    "%s request_id=%s cancelled before any byte of the request was written "
+                    "(maybe_delivered=False)",
+                    name,
+                    rid,
+                )
+            raise
+        finally:
+            if documents is not None:
+                documents.close()

@@ -1,0 +1,303 @@
+"""What the HTTP stacks share, with no I/O: the options of a caller and their checks, the raw
+answer, how a failed exchange is reported, and the retry decisions of one call.
+
+The synchronous stack (:mod:`faxws._transport`, requests and urllib3) and the asynchronous one
+(:mod:`faxws._aiohttp`) each map their own exceptions onto a *kind* (``"timeout"``,
+``"tls"``, ...) and a short cause, with one table each; :func:`transport_error` turns that,
+and the one fact that decides ``maybe_delivered`` (whether any byte of the request was
+written), into the faxws error. :class:`Attempts` holds what the callers decide between
+attempts, so that :class:`faxws._sync.SyncCaller` and :class:`faxws._async.AsyncCaller`
+differ only in how they wait and post.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from faxws._checks import check_int, is_loopback
+from faxws._log import logger
+from faxws._soap import may_retry
+from faxws.errors import BadInputError, ConnectError, RequestTimeoutError, TransportError
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "MAX_INTERIM_RESPONSES",
+    "MAX_TIMEOUT",
+    "Attempts",
+    "CallerOptions",
+    "RawResponse",
+    "Timeout",
+    "caller_options",
+    "check_proxies",
+    "check_timeout",
+    "check_verify",
+    "transport_error",
+]
+
+#: (connect, read) seconds.
+Timeout = float | tuple[float, float]
+DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+#: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+#: Interim responses read past before a final one; more is a hostile or broken server.
+MAX_INTERIM_RESPONSES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+    elapsed: float
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def check_timeout(field: str, timeout: object) -> tuple[float, float]:
+    """``timeout`` as (connect, read) seconds: finite, > 0 and at most a week."""
+    values = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+    if len(values) != 2 or any(
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or not 0 < v <= MAX_TIMEOUT
+        for v in values
+    ):
+        raise BadInputError(
+            field,
+            f"must be seconds (finite, > 0, at most {MAX_TIMEOUT:.0f}), or a (connect, read) "
+            "pair of them",
+        )
+    return float(values[0]), float(values[1])
+
+
+def check_verify(field: str, verify: object) -> bool | str:
+    """True, False, or a CA bundle file or directory that loads: checked now, not per call."""
+    if isinstance(verify, bool):
+        return verify
+    if not isinstance(verify, (str, os.PathLike)):
+        raise BadInputError(field, f"must be True, False or a CA bundle path, not {type(verify)}")
+    path = os.fspath(verify)
+    if not isinstance(path, str) or not os.path.exists(path):
+        raise BadInputError(field, f"no CA bundle at {path!r}")
+    if not (os.path.isfile(path) or os.path.isdir(path)):
+        raise BadInputError(field, f"{path!r} is not a file or a directory of CA certificates")
+    try:
+        context = ssl.create_default_context()
+        if os.path.isdir(path):
+            context.load_verify_locations(capath=path)
+        else:
+            context.load_verify_locations(cafile=path)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise BadInputError(field, f"{path!r} is not a usable CA bundle: {exc}") from None
+    return path
+
+
+def check_proxies(field: str, proxies: object) -> dict[str, str]:
+    if proxies is None:
+        return {}
+    if not isinstance(proxies, Mapping):
+        raise BadInputError(field, f"must be a mapping of scheme to proxy URL, not {type(proxies)}")
+    out: dict[str, str] = {}
+    for key, url in proxies.items():
+        if not isinstance(key, str) or not isinstance(url, str):
+            raise BadInputError(field, "keys and proxy URLs must be str")
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise BadInputError(f"{field}[{key!r}]", "is not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInputError(
+                f"{field}[{key!r}]", "must be an http:// or https:// proxy URL with a host"
+            )
+        out[key] = url
+    return out
+
+
+def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
+    """Plain http to a loopback service still crosses the network when a proxy elsewhere
+    carries it: the proxy would see the PIN or token."""
+    for key, proxy in proxies.items():
+        if key in ("http", "all") or key.startswith(("http://", "all://")):
+            host = urlsplit(proxy).hostname or ""
+            if not is_loopback(host):
+                raise BadInputError(
+                    f"proxies[{key!r}]",
+                    f"plain http through the proxy {host} would expose the credentials; use "
+                    "https (or pass allow_insecure_http=True)",
+                )
+
+
+@dataclass(frozen=True)
+class CallerOptions:
+    """A client's options, checked once for every face."""
+
+    timeout: tuple[float, float]
+    verify: bool | str
+    proxies: dict[str, str]
+    retries: int
+    retry_backoff: float
+    max_connections: int
+    max_response_bytes: int
+
+
+def caller_options(
+    url: str,
+    *,
+    timeout: object,
+    verify: object,
+    proxies: object,
+    allow_insecure_http: bool,
+    retries: object,
+    retry_backoff: object,
+    max_connections: object,
+    max_response_bytes: object,
+) -> CallerOptions:
+    """The options of a caller posting to ``url``, each checked; BadInputError names the
+    first that is wrong."""
+    checked_retries = check_int("retries", retries, 0, 10)
+    if (
+        isinstance(retry_backoff, bool)
+        or not isinstance(retry_backoff, (int, float))
+        or not 0 <= retry_backoff <= 3600
+    ):
+        raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
+    checked_proxies = check_proxies("proxies", proxies)
+    if url.startswith("http:") and not allow_insecure_http:
+        _refuse_plain_proxy(checked_proxies)
+    return CallerOptions(
+        timeout=check_timeout("timeout", timeout),
+        verify=check_verify("verify", verify),
+        proxies=checked_proxies,
+        retries=checked_retries,
+        retry_backoff=float(retry_backoff),
+        max_connections=check_int("max_connections", max_connections, 1, 1024),
+        max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
+    )
+
+
+# -- a failed exchange ------------------------------------------------------------------------
+
+
+def transport_error(
+    kind: str, cause: str, *, written: bool, request_id: str, where: str
+) -> TransportError:
+    """The faxws error for a failed exchange. ``kind`` and ``cause`` come from the HTTP
+    stack's own exception table (``cause`` already masked); ``written`` says whether any byte
+    of the request had been written to the connection, and alone decides
+    ``maybe_delivered``."""
+    if not written:
+        if kind == "timeout":
+            return RequestTimeoutError(
+                f"connecting to {where} timed out ({cause}); nothing was sent",
+                request_id=request_id,
+                maybe_delivered=False,
+            )
+        return ConnectError(
+            f"cannot connect to {where}: {cause}; nothing was sent", request_id=request_id
+        )
+    if kind == "timeout":
+        return RequestTimeoutError(
+            f"the service did not answer in time ({cause}); the request may have been delivered",
+            request_id=request_id,
+            maybe_delivered=True,
+        )
+    return TransportError(
+        f"the connection failed after the request was sent: {cause}; the request may have "
+        "been delivered",
+        request_id=request_id,
+        maybe_delivered=True,
+    )
+
+
+# -- the attempts of one call ------------------------------------------------------------------
+
+
+class Attempts:
+    """The decisions between the attempts of one call, and what they log.
+
+    A caller asks, after each attempt, whether to refresh the token (one retry after a 401,
+    for token providers) and whether to try again (:func:`faxws._soap.may_retry`, within the
+    retry budget), and waits the delay it is given.
+    """
+
+    __slots__ = ("_backoff", "_idempotent", "_redact", "_retries", "attempt", "name", "refreshed")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        idempotent: bool,
+        retries: int,
+        backoff: float,
+        redact: Callable[[str], str],
+    ) -> None:
+        self.name = name
+        self._idempotent = idempotent
+        self._retries = retries
+        self._backoff = backoff
+        self._redact = redact
+        self.attempt = 0
+        self.refreshed = False
+
+    def sending(self, rid: str, url: str, size: int) -> None:
+        logger.debug(
+            "%s request_id=%s POST %s (%d bytes, attempt %d)",
+            self.name,
+            rid,
+            url,
+            size,
+            self.attempt + 1,
+        )
+
+    def after_error(self, rid: str, exc: TransportError) -> float | None:
+        """Seconds to wait before trying again, or None: raise ``exc``."""
+        # No byte written: always safe to repeat. Any byte: only an idempotent call.
+        if may_retry(idempotent=self._idempotent, error=exc) and self.attempt < self._retries:
+            return self._back_off(rid, type(exc).__name__)
+        logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
+        return None
+
+    def answered(self, rid: str, raw: RawResponse) -> None:
+        if logger.isEnabledFor(logging.DEBUG):
+            activity = raw.headers.get("x-ch-activity-id")
+            logger.debug(
+                "%s request_id=%s HTTP %d, %d bytes in %.3fs (activity id %s)",
+                self.name,
+                rid,
+                raw.status,
+                len(raw.content),
+                raw.elapsed,
+                None if activity is None else self._redact(activity),
+            )
+
+    def wants_refresh(self, raw: RawResponse, refreshable: bool) -> bool:
+        """After a 401, once per call, when a token provider can be asked again."""
+        if raw.status == 401 and refreshable and not self.refreshed:
+            self.refreshed = True
+            return True
+        return False
+
+    def after_answer(self, rid: str, raw: RawResponse) -> float | None:
+        """Seconds to wait before trying again, or None: the answer is final."""
+        if may_retry(idempotent=self._idempotent, status=raw.status) and (
+            self.attempt < self._retries
+        ):
+            return self._back_off(rid, f"HTTP {raw.status}")
+        return None
+
+    def _back_off(self, rid: str, why: str) -> float:
+        delay = self._backoff * float(2**self.attempt)
+        logger.info("%s request_id=%s: %s, retrying in %.2fs", self.name, rid, why, delay)
+        self.attempt += 1
+        return delay

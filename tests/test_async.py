@@ -1,0 +1,430 @@
+"""What only the async client has: cancellation, an event loop that keeps running while
+documents are read, async token providers, one event loop per client, and aiohttp imported
+only when the async client is used. (Everything it shares with FaxClient runs against both
+clients in the other test modules, through the ``face`` fixture.)"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import CaptureServer, Face, http_reply, parse_request, send_response
+from faxws import (
+    AsyncFaxClient,
+    AuthenticationError,
+    BadInputError,
+    FaxClient,
+    FaxFile,
+    FaxWSError,
+    SendFaxResult,
+)
+from faxws.oauth import AsyncClientCredentials, ClientCredentials
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator
+from scripted import WAIT, Conn, ScriptedServer, reply
+
+ANSWER = reply(send_response(["J1"]))
+PDF = FaxFile(b"%PDF-1.4", 101)
+
+
+@pytest.fixture
+def face(make_face: Callable[[str], Face]) -> Face:
+    """The async face only (this module's tests are about it)."""
+    return make_face("async")
+
+
+@pytest.fixture
+def sim() -> Any:
+    with FaxWSSimulator() as s:
+        yield s
+
+
+# -- cancellation -----------------------------------------------------------------------------
+
+
+def holding(conn: Conn) -> None:
+    """Reads the request, lets the test know, and answers nothing until the client leaves."""
+    if conn.read_request() is not None:
+        conn.server.headers_read.set()
+        conn.hold()
+
+
+def answering(conn: Conn) -> None:
+    while conn.read_request() is not None:
+        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))
+
+
+def test_a_cancelled_send_fax_in_flight_logs_maybe_delivered_and_reraises(
+    serve: Callable[..., ScriptedServer], face: Face, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="faxws")
+    answers = iter([holding, answering])
+    server = serve(lambda conn: next(answers)(conn))
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234", retries=2, retry_backoff=0)
+
+    async def main() -> SendFaxResult:
+        task = asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], "rid-cancel"))
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, server.headers_read.wait, WAIT)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The next call does not reuse the connection the cancelled one was using.
+        return await client.send_fax(["+1 555 0100"], [PDF], "rid-next")
+
+    try:
+        result = face.run(main())
+    finally:
+        face.run(client.close())
+    assert result.job_ids == ("J1",)
+    server.wait_served(2)
+    assert server.connections == 2
+    assert len(server.requests) == 2  # the cancelled SendFax was not sent again
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    message = warning.getMessage()
+    assert "rid-cancel" in message
+    assert "maybe_delivered=True" in message
+
+
+def test_a_call_cancelled_before_its_first_byte_says_nothing_was_sent(
+    refused_port: int, face: Face, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="faxws")
+    asked = asyncio.Event()
+
+    async def provider() -> str:
+        asked.set()
+        await asyncio.sleep(WAIT)  # a token service that does not answer
+        return "never"
+
+    client = AsyncFaxClient(f"http://127.0.0.1:{refused_port}", user_id="u", token=provider)
+
+    async def main() -> None:
+        task = asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], "rid-early"))
+        await asked.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        face.run(main())
+    finally:
+        face.run(client.close())
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "rid-early" in warning.getMessage()
+    assert "maybe_delivered=False" in warning.getMessage()
+
+
+def test_a_time_limit_around_a_call_is_the_callers_own(
+    serve: Callable[..., ScriptedServer], face: Face
+) -> None:
+    """asyncio.wait_for cancels the call: the caller sees asyncio's TimeoutError, not a
+    faxws error, as for any coroutine."""
+    server = serve(holding)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234")
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.send_fax(["+1 555 0100"], [PDF]), 0.5)
+
+    try:
+        face.run(main())
+    finally:
+        face.run(client.close())
+    assert server.connections == 1
+
+
+# -- the event loop keeps running while documents are read ------------------------------------
+
+
+class SlowFile(io.BytesIO):
+    """A file object whose every read takes ``delay`` seconds (a slow disk or network share)."""
+
+    def __init__(self, data: bytes, delay: float) -> None:
+        super().__init__(data)
+        self.delay = delay
+        self.reads = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size and size > 1:  # the end-of-file check reads one byte
+            self.reads += 1
+            time.sleep(self.delay)  # the slow read itself, not a synchronization
+        return super().read(size)
+
+
+@pytest.mark.parametrize("size", [100_000, 3 << 20], ids=["small", "streamed"])
+def test_documents_are_read_off_the_event_loop(
+    serve: Callable[..., ScriptedServer], face: Face, size: int
+) -> None:
+    def discarding(conn: Conn) -> None:
+        if conn.read_request(keep=False) is not None:
+            conn.send(ANSWER)
+
+    server = serve(discarding)
+    document = SlowFile(b"%PDF" * (size // 4), delay=0.3)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234")
+    ticks: list[float] = []
+
+    async def ticker(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    async def main() -> float:
+        stop = asyncio.Event()
+        ticking = asyncio.create_task(ticker(stop))
+        started = time.monotonic()
+        await client.send_fax(["+1 555 0100"], [FaxFile(document, 101)])
+        elapsed = time.monotonic() - started
+        stop.set()
+        await ticking
+        await client.close()
+        return elapsed
+
+    elapsed = face.run(main())
+    assert document.reads >= (1 if size < 1 << 20 else 4)
+    assert elapsed >= 0.3 * document.reads  # the reads really were slow
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert max(gaps) < 0.2, f"the event loop stood still for {max(gaps):.2f} s"
+
+
+def test_one_file_object_sent_by_two_tasks_arrives_intact_twice(
+    serve: Callable[..., ScriptedServer], face: Face
+) -> None:
+    data = bytes(range(256)) * (12 << 10)  # 3 MiB: streamed
+    document = FaxFile(io.BytesIO(data), 101)
+    server = serve(answering)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234")
+
+    async def main() -> None:
+        await asyncio.gather(
+            client.send_fax(["+1 555 0100"], [document]),
+            client.send_fax(["+1 555 0101"], [document]),
+        )
+        await client.close()
+
+    face.run(main())
+    assert [r.documents() for r in server.requests] == [[data], [data]]
+
+
+# -- sharing a client between tasks -----------------------------------------------------------
+
+
+def test_four_hundred_tasks_share_one_client(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    def echo(raw: bytes) -> bytes:
+        rid = parse_request(raw).headers["x-ch-request-id"]
+        return http_reply(send_response([f"JOB-{rid}"]), extra=f"x-ch-activity-id: act-{rid}\r\n")
+
+    server = capture_server(echo)
+    client = AsyncFaxClient(server.url, user_id="mbx1", token="tok", max_connections=8)
+
+    async def call(n: int) -> tuple[str, SendFaxResult]:
+        rid = f"t{n}"
+        return rid, await client.send_fax(["+1 555 0100"], [PDF], rid)
+
+    async def main() -> list[tuple[str, SendFaxResult]]:
+        try:
+            return await asyncio.gather(*(call(n) for n in range(400)))
+        finally:
+            await client.close()
+
+    outcomes = face.run(main())
+    for rid, result in outcomes:
+        assert (result.request_id, result.job_ids, result.activity_id) == (
+            rid,
+            (f"JOB-{rid}",),
+            f"act-{rid}",
+        )
+    assert len(server.captured.requests) == 400
+    assert server.captured.connections <= 8  # at most max_connections at a time, reused
+
+
+def test_a_client_belongs_to_the_event_loop_it_was_first_used_in(sim: Any, face: Face) -> None:
+    client = AsyncFaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN)
+    assert face.run(client.send_fax(["+1 555 0100"], [PDF])).job_ids
+    other = asyncio.new_event_loop()
+    try:
+        with pytest.raises(FaxWSError) as info:
+            other.run_until_complete(client.send_fax(["+1 555 0100"], [PDF], "rid-loop"))
+    finally:
+        other.close()
+    assert "another event loop" in info.value.message
+    assert info.value.request_id == "rid-loop"
+    assert info.value.maybe_delivered is False
+    assert len(sim.requests) == 1
+    face.run(client.close())
+
+
+# -- token providers --------------------------------------------------------------------------
+
+
+def test_an_async_token_provider_is_awaited_per_request_and_refreshed_after_a_401(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    tokens = iter(["old-token", "new-token", "third-token"])
+    invalidated: list[bool] = []
+
+    class Provider:
+        async def __call__(self) -> str:
+            await asyncio.sleep(0)
+            return next(tokens)
+
+        async def invalidate(self) -> None:
+            invalidated.append(True)
+
+    answers = [
+        http_reply(b"", "401 Unauthorized"),
+        http_reply(send_response(["J1"])),
+        http_reply(send_response(["J2"])),
+    ]
+    server = capture_server(lambda raw: answers.pop(0))
+    client = face.client(server.url, user_id="u", token=Provider())
+    assert client.send_fax(["+1 555 0100"], [PDF], "rid-401").job_ids == ("J1",)
+    assert client.send_fax(["+1 555 0100"], [PDF]).job_ids == ("J2",)
+    sent = [parse_request(raw).headers["authorization"] for raw in server.captured.requests]
+    assert sent == ["Bearer old-token", "Bearer new-token", "Bearer third-token"]
+    assert invalidated == [True]
+
+
+def test_an_async_token_provider_that_fails_is_an_authentication_error(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    async def provider() -> str:
+        raise RuntimeError("vault said: secret-in-message")
+
+    server = capture_server(lambda raw: http_reply(send_response(["J1"])))
+    client = face.client(server.url, user_id="u", token=provider)
+    with pytest.raises(AuthenticationError) as info:
+        client.send_fax(["+1 555 0100"], [PDF], "rid-token")
+    assert info.value.request_id == "rid-token"
+    assert info.value.maybe_delivered is False
+    assert "secret-in-message" not in str(info.value)
+    assert server.captured.connections == 0
+
+
+def test_concurrent_tasks_share_one_token_fetch(sim: Any, face: Face) -> None:
+    provider = AsyncClientCredentials(sim.token_url, "demo-client", "demo-secret")
+    client = AsyncFaxClient(sim.url, user_id=DEMO_USER_ID, token=provider)
+
+    async def main() -> None:
+        try:
+            await asyncio.gather(*(client.send_fax(["+1 555 0100"], [PDF]) for _ in range(50)))
+        finally:
+            await client.close()
+
+    face.run(main())
+    assert provider.fetches == 1
+    assert sim.token_requests == 1
+    assert len(sim.jobs) == 50
+    provider.close()
+
+
+def test_a_waiter_cancelled_during_a_token_fetch_leaves_it_to_the_others(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    release = threading.Event()
+    body = json.dumps({"access_token": "tok-1", "token_type": "Bearer", "expires_in": 600})
+
+    def token_endpoint(raw: bytes) -> bytes:
+        release.wait(WAIT)  # holds the answer until the test lets it go
+        return http_reply(body.encode())
+
+    server = capture_server(token_endpoint)
+    provider = AsyncClientCredentials(f"{server.url}/token", "cid", "secret")
+
+    async def main() -> list[str]:
+        first = asyncio.create_task(provider())
+        second = asyncio.create_task(provider())
+        while not server.captured.requests:  # the fetch is under way
+            await asyncio.sleep(0.01)
+        first.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return [await second, await provider()]
+
+    try:
+        assert face.run(main()) == ["tok-1", "tok-1"]
+    finally:
+        release.set()
+    assert provider.fetches == 1
+    assert len(server.captured.requests) == 1
+    provider.close()
+
+
+def test_async_client_credentials_hide_the_secret_and_check_like_the_sync_one() -> None:
+    provider = AsyncClientCredentials("https://id.example.com/token", "cid", "SECRET-93")
+    assert "SECRET-93" not in repr(provider)
+    for kwargs in ({"leeway": -1}, {"timeout": 0}, {"verify": "/nonexistent/ca.pem"}):
+        with pytest.raises(BadInputError) as info:
+            AsyncClientCredentials("https://id.example.com/token", "cid", "s", **kwargs)
+        with pytest.raises(BadInputError) as same:
+            ClientCredentials("https://id.example.com/token", "cid", "s", **kwargs)
+        assert (info.value.field, info.value.problem) == (same.value.field, same.value.problem)
+
+
+def test_each_client_refuses_the_provider_it_cannot_use_well() -> None:
+    async def async_provider() -> str:
+        return "t"
+
+    with pytest.raises(BadInputError) as info:
+        FaxClient("https://fax.example.com", user_id="u", token=async_provider)  # type: ignore[arg-type]
+    assert info.value.field == "token"
+    assert "AsyncFaxClient" in info.value.problem
+    blocking = ClientCredentials("https://id.example.com/token", "cid", "s")
+    with pytest.raises(BadInputError) as info:
+        AsyncFaxClient("https://fax.example.com", user_id="u", token=blocking)
+    assert info.value.field == "token"
+    assert "AsyncClientCredentials" in info.value.problem
+    blocking.close()
+
+
+# -- aiohttp only when the async client is used ----------------------------------------------
+
+
+def modules_after(code: str) -> set[str]:
+    script = f"import sys\n{code}\nprint(__import__('json').dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_aiohttp_is_imported_only_when_an_async_client_is_made() -> None:
+    assert "aiohttp" not in modules_after("import faxws")
+    assert "aiohttp" not in modules_after("from faxws import AsyncFaxClient, FaxClient")
+    assert "aiohttp" not in modules_after(
+        "from faxws import FaxClient\nFaxClient('https://fax.example.com', user_id='u', pin='1')"
+    )
+    made = (
+        "from faxws import AsyncFaxClient\n"
+        "AsyncFaxClient('https://fax.example.com', user_id='u', pin='1')"
+    )
+    assert "aiohttp" in modules_after(made)
+
+
+def test_without_aiohttp_the_async_client_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\nsys.modules['aiohttp'] = None  # as if it were not installed\n"
+        "from faxws import AsyncFaxClient\n"
+        "AsyncFaxClient('https://fax.example.com', user_id='u', pin='1')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode != 0
+    assert "ImportError: AsyncFaxClient needs aiohttp" in done.stderr
+    assert "faxws[async]" in done.stderr
