@@ -428,3 +428,30 @@ def test_without_aiohttp_the_async_client_says_which_extra_to_install(tmp_path: 
     assert done.returncode != 0
     assert "ImportError: AsyncFaxClient needs aiohttp" in done.stderr
     assert "faxws[async]" in done.stderr
+
+
+def test_async_client_credentials_renew_a_short_lived_token_like_the_sync_one(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    answers = iter(["tok-1", "tok-2"])
+
+    def token_endpoint(raw: bytes) -> bytes:
+        token = next(answers)
+        return http_reply(json.dumps({"access_token": token, "expires_in": 10}).encode())
+
+    server = capture_server(token_endpoint)
+    provider = AsyncClientCredentials(f"{server.url}/token", "cid", "secret")  # leeway 30 s
+    now = [1000.0]
+    provider._grant._clock = lambda: now[0]
+
+    async def at(moment: float) -> str:
+        now[0] = 1000.0 + moment
+        return await provider()
+
+    async def main() -> list[str]:
+        # A 10 s token is renewed halfway through its life, not at once (30 s leeway).
+        return [await at(0), await at(4.9), await at(5.1), await at(6)]
+
+    assert face.run(main()) == ["tok-1", "tok-1", "tok-2", "tok-2"]
+    assert provider.fetches == 2
+    provider.close()

@@ -303,7 +303,9 @@ def _copy_error(error: FaxWSError) -> FaxWSError:
 
 class AsyncClientCredentials:
     """:class:`ClientCredentials` for :class:`~faxws.AsyncFaxClient`: awaited for every
-    request, it answers from its cache until ``leeway`` seconds before the token expires.
+    request, it answers from its cache until the token is due for renewal (as
+    :class:`ClientCredentials` decides: ``leeway`` before expiry, or halfway through a short
+    life), and while one task renews it, the others keep the token still valid.
 
     Concurrent tasks share one fetch; a task cancelled while it waits leaves the fetch to the
     others (and to the cache). The arguments, their checks, the token request and every
@@ -337,10 +339,8 @@ class AsyncClientCredentials:
         )
         self._url = token_url
         self._client_id = client_id
-        self._leeway = float(leeway)
-        self._token: str | None = None
-        self._expires_at = 0.0
-        self._fetching: asyncio.Task[tuple[str, float]] | None = None
+        self._token: _Token | None = None
+        self._fetching: asyncio.Task[_Token] | None = None
 
     @property
     def fetches(self) -> int:
@@ -355,17 +355,25 @@ class AsyncClientCredentials:
 
     async def __call__(self) -> str:
         cached = self._token
-        if cached is not None and time.monotonic() < self._expires_at - self._leeway:
-            return cached
+        now = self._grant._clock()
+        if cached is not None and now < cached.renew_at:
+            return cached.value
         fetching = self._fetching
+        if (
+            cached is not None
+            and now < cached.expires_at
+            and fetching is not None
+            and fetching.get_loop() is asyncio.get_running_loop()
+        ):
+            return cached.value  # still valid while another task renews it
         if fetching is None or fetching.get_loop() is not asyncio.get_running_loop():
             fetching = self._fetching = asyncio.ensure_future(self._fetch())
             # Its waiters may all have been cancelled: its failure is theirs to see, not
             # asyncio's to log.
             fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
         # Shielded: one waiter's cancellation must not cancel the fetch the others wait for.
-        token, _ = await asyncio.shield(fetching)
-        return token
+        token = await asyncio.shield(fetching)
+        return token.value
 
     def invalidate(self) -> None:
         """Forget the cached token: the next call fetches a new one."""
@@ -374,15 +382,13 @@ class AsyncClientCredentials:
     def close(self) -> None:
         self._grant.close()
 
-    async def _fetch(self) -> tuple[str, float]:
+    async def _fetch(self) -> _Token:
         try:
-            token, expires_at = await asyncio.get_running_loop().run_in_executor(
-                None, self._grant._fetch
-            )
+            token = await asyncio.get_running_loop().run_in_executor(None, self._grant._fetch)
         finally:
             self._fetching = None
-        self._token, self._expires_at = token, expires_at
-        return token, expires_at
+        self._token = token
+        return token
 
 
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
