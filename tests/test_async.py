@@ -455,3 +455,135 @@ def test_async_client_credentials_renew_a_short_lived_token_like_the_sync_one(
     assert face.run(main()) == ["tok-1", "tok-1", "tok-2", "tok-2"]
     assert provider.fetches == 2
     provider.close()
+
+
+# -- found in review: file objects shared by many tasks, errors shared by many waiters --------
+
+
+def test_more_tasks_than_worker_threads_share_one_file_object(
+    serve: Callable[..., ScriptedServer], face: Face
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = bytes(range(256)) * (4 << 10)  # 1 MiB: streamed
+    document = FaxFile(io.BytesIO(data), 101)
+    server = serve(answering)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234", timeout=(10, 30))
+    executor = ThreadPoolExecutor(2)  # fewer threads than tasks waiting for the object
+    assert face.loop is not None
+    face.loop.set_default_executor(executor)
+
+    async def main() -> None:
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(client.send_fax([f"+1 5{n}"], [document]) for n in range(8))),
+                WAIT,
+            )
+        finally:
+            await client.close()
+
+    face.run(main())
+    assert [r.documents() for r in server.requests] == [[data]] * 8
+
+
+def test_a_file_object_being_sent_cannot_become_a_fax_file_on_the_loop(face: Face) -> None:
+    from faxws._content import release_stream, try_acquire_stream
+
+    stream = io.BytesIO(b"%PDF-1.4")
+
+    async def main() -> None:
+        lock = try_acquire_stream(stream)  # as a call sending it holds it
+        assert lock is not None
+        try:
+            with pytest.raises(BadInputError, match="being sent by a call on this event loop"):
+                FaxFile(stream, 101)
+        finally:
+            release_stream(stream, lock)
+        FaxFile(stream, 101)  # free again
+
+    face.run(main())
+
+
+def test_waiters_on_a_failed_token_fetch_each_get_their_own_error(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    server = capture_server(lambda raw: http_reply(b'{"error": "invalid_client"}', status=401))
+    provider = AsyncClientCredentials(f"{server.url}/token", "cid", "secret")
+    client = AsyncFaxClient("https://fax.example.com", user_id="u", token=provider)
+
+    async def main() -> list[BaseException]:
+        try:
+            calls = (client.get_fax_broadcast_report("J", request_id=f"rid-{n}") for n in range(4))
+            return list(await asyncio.gather(*calls, return_exceptions=True))
+        finally:
+            await client.close()
+
+    errors = face.run(main())
+    assert all(isinstance(e, AuthenticationError) for e in errors)
+    assert [e.request_id for e in errors] == [f"rid-{n}" for n in range(4)]  # type: ignore[attr-defined]
+    assert len({id(e) for e in errors}) == 4
+    assert len(server.captured.requests) == 1
+    provider.close()
+
+
+def test_a_late_401_does_not_throw_away_the_token_fetched_since(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    tokens = iter(["tok-1", "tok-2", "tok-3"])
+    server = capture_server(
+        lambda raw: http_reply(
+            json.dumps({"access_token": next(tokens), "expires_in": 600}).encode()
+        )
+    )
+    provider = AsyncClientCredentials(f"{server.url}/token", "cid", "secret")
+
+    async def late_reporter(handed: asyncio.Event, go: asyncio.Event) -> None:
+        await provider()  # tok-1, which the service will refuse
+        handed.set()
+        await go.wait()
+        provider.invalidate()  # its 401 arrives after another task's refresh
+
+    async def main() -> list[str]:
+        handed, go = asyncio.Event(), asyncio.Event()
+        late = asyncio.create_task(late_reporter(handed, go))
+        await handed.wait()
+        assert await provider() == "tok-1"
+        provider.invalidate()  # this task's 401 for tok-1
+        second = await provider()  # tok-2
+        go.set()
+        await late
+        return [second, await provider()]
+
+    assert face.run(main()) == ["tok-2", "tok-2"]
+    assert provider.fetches == 2
+    provider.close()
+
+
+def test_tokens_echoed_by_the_server_stay_masked_with_many_calls_in_flight(
+    capture_server: type[CaptureServer], face: Face
+) -> None:
+    from conftest import fault_response
+
+    def echo(raw: bytes) -> bytes:
+        token = parse_request(raw).headers["authorization"].split(" ", 1)[1]
+        return http_reply(fault_response(text=f"bad token {token}"), status=500)
+
+    server = capture_server(echo)
+    counter = itertools.count()
+
+    async def unique_token() -> str:
+        return f"JWT-UNIQUE-{next(counter):04d}-abcdef"
+
+    client = AsyncFaxClient(server.url, user_id="u", token=unique_token, retries=0)
+
+    async def main() -> list[BaseException]:
+        try:
+            calls = (client.get_fax_broadcast_report("J") for _ in range(40))
+            return list(await asyncio.gather(*calls, return_exceptions=True))
+        finally:
+            await client.close()
+
+    errors = face.run(main())
+    assert len(errors) == 40
+    assert all(isinstance(e, FaxWSError) for e in errors)
+    assert not [str(e) for e in errors if "JWT-UNIQUE" in str(e)]

@@ -245,6 +245,9 @@ def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_trace
         "activity id": http_reply(report_response(), extra=f"x-ch-activity-id: {PIN}\r\n"),
         "header line without a colon": http_reply(report_response(), extra=f"{PIN}\r\n"),
         "status line": f"HTTP/1.1 {PIN}\r\n\r\n".encode(),
+        # Past where messages are cut short: a secret must be masked before the cut.
+        "long status line": f"HTTP/1.1 2x0 {'a' * 56}{PIN}\r\n\r\n".encode(),
+        "long header line": http_reply(report_response(), extra=f"{'a' * 40}{PIN}\r\n"),
     }
     shown: list[str] = []
     errors: dict[str, FaxWSError] = {}
@@ -256,14 +259,22 @@ def test_secrets_echoed_in_headers_or_a_status_line_reach_no_log_result_or_trace
         except FaxWSError as exc:
             errors[name] = exc
             shown.extend(traceback.format_exception(exc))
-    assert sorted(errors) == ["header line without a colon", "status line"]
+    assert sorted(errors) == [
+        "header line without a colon",
+        "long header line",
+        "long status line",
+        "status line",
+    ]
     assert all(e.maybe_delivered for e in errors.values())
+    # Nor kept as the context of the error (which a debugger or a logger could show).
+    assert all(e.__context__ is None and e.__cause__ is None for e in errors.values())
     shown += [r.getMessage() for r in caplog.records]
     shown += [
         "".join(traceback.format_exception(*r.exc_info)) for r in caplog.records if r.exc_info
     ]
     assert "***" in "\n".join(shown)  # the activity id was there, masked
-    assert PIN not in "\n".join(shown)
+    text = "\n".join(shown)
+    assert not [PIN[i : i + 6] for i in range(len(PIN) - 5) if PIN[i : i + 6] in text]
 
 
 def test_a_utf16_error_page_is_read_as_text_and_masked(

@@ -346,7 +346,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _cause(exc: BaseException) -> str:
+def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
     """The root cause in a few words ("Connection refused"), never aiohttp's own text, which
     may quote what the server sent."""
     chain = _chain(exc)
@@ -362,6 +362,9 @@ def _cause(exc: BaseException) -> str:
             return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
         if isinstance(e, socket.gaierror):
             return f"cannot resolve the host name ({e.strerror})"
+        if isinstance(e, OSError) and e.errno is not None and e.errno < 0:
+            # aiohttp's resolver errors carry getaddrinfo's (negative) codes.
+            return f"cannot resolve the host name ({e.strerror or e.errno})"
         if isinstance(e, OSError) and e.errno:
             return os.strerror(e.errno)
         if isinstance(e, aiohttp.ServerDisconnectedError):
@@ -369,7 +372,8 @@ def _cause(exc: BaseException) -> str:
         if isinstance(e, aiohttp.ClientPayloadError):
             return "the answer ended before its announced length"
         if isinstance(e, aiohttp.ClientResponseError):
-            return f"malformed answer ({excerpt(e.message, 80)})"
+            # Masked before it is cut: a cut secret would no longer be found.
+            return f"malformed answer ({excerpt(redact(str(e.message)), 80)})"
         if isinstance(e, _TooManyInterimError):
             return f"malformed answer ({e})"
         if isinstance(e, _StaleConnectionError):
@@ -531,6 +535,7 @@ class AsyncHttpTransport:
         start = time.perf_counter()
         all_headers = {**headers, "Content-Length": str(size)}
         token = _sent.set(sent)
+        failed: FaxWSError | None = None
         try:
             response = await self._request(session, body, all_headers, sent)
         except asyncio.CancelledError:
@@ -538,11 +543,14 @@ class AsyncHttpTransport:
             raise
         except Exception as exc:
             sent.finish()
-            error = self._failure(exc, sent, request_id)
-            # Not chained to aiohttp's exception: its text may quote what the server sent.
-            raise error from error.__cause__ if error is sent.document_error else None
+            failed = self._failure(exc, sent, request_id)
         finally:
             _sent.reset(token)
+        if failed is not None:
+            # Raised outside the handler, so not chained to aiohttp's exception even as its
+            # context: that text may quote what the server sent.
+            keep = sent.document_error is not None and failed is sent.document_error
+            raise failed from (failed.__cause__ if keep else None)
         try:
             sent.head_done(response)
             content = await self._read(response, request_id)
@@ -555,9 +563,11 @@ class AsyncHttpTransport:
             raise
         except Exception as exc:
             response.close()
-            raise self._failure(exc, sent, request_id) from None
+            failed = self._failure(exc, sent, request_id)
         finally:
             sent.finish()
+        if failed is not None:
+            raise failed from None
         response.release()
         return RawResponse(response.status, response.headers, content, time.perf_counter() - start)
 
@@ -616,7 +626,7 @@ class AsyncHttpTransport:
         if sent.expired is not None:
             kind, cause = "timeout", _EXPIRED[sent.expired].format(self.timeout[1])
         else:
-            kind, cause = _kind(exc), self._redact(_cause(exc))
+            kind, cause = _kind(exc), self._redact(_cause(exc, self._redact))
         return transport_error(
             kind, cause, written=sent.written, request_id=request_id, where=self._where
         )

@@ -13,10 +13,12 @@ is done.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TypeVar
 
 from faxws._aiohttp import AsyncBody, AsyncHttpTransport
+from faxws._content import release_stream, try_acquire_stream
 from faxws._http import Attempts, RawResponse, Timeout, caller_options
 from faxws._log import logger
 from faxws._soap import request_headers
@@ -46,6 +48,25 @@ async def _off_loop(work: Callable[[], T], abandoned: Callable[[T | None], None]
         raise
 
 
+async def _hold_streams(streams: list[object]) -> list[tuple[object, threading.Lock]]:
+    """The send locks of the file objects a body sends, waited for on the loop: a worker
+    thread blocked on one would hold a thread of the shared executor that the holder's own
+    reads may need."""
+    held: list[tuple[object, threading.Lock]] = []
+    try:
+        for stream in streams:
+            delay = 0.001
+            while (lock := try_acquire_stream(stream)) is None:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            held.append((stream, lock))
+    except BaseException:
+        for stream, lock in reversed(held):
+            release_stream(stream, lock)
+        raise
+    return held
+
+
 class _Documents:
     """One call's request body: measured when the call starts, sent whole by each attempt
     (small bodies as bytes, large ones in chunks read and encoded in worker threads)."""
@@ -62,11 +83,13 @@ class _Documents:
             opened = body.open()
             return cls(opened, opened.payload())
 
+        held = await _hold_streams(body.streams())
+
         def release(opened: OpenBody | None) -> None:
             if opened is not None:
-                opened.close()
+                opened.close()  # and the locks with it (open_all releases them if it fails)
 
-        opened = await _off_loop(body.open, release)
+        opened = await _off_loop(lambda: body.open(held), release)
         try:
             payload = await _off_loop(opened.payload, lambda _: opened.close())
         except asyncio.CancelledError:

@@ -17,6 +17,7 @@ with a lock per object; a send holds it from :meth:`Source.open` to :meth:`Reade
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import stat
@@ -28,6 +29,7 @@ from typing import Any, BinaryIO, Protocol
 from faxws.errors import DocumentError
 
 __all__ = [
+    "BusyError",
     "BytesSource",
     "PathSource",
     "Reader",
@@ -36,6 +38,9 @@ __all__ = [
     "measure_stream",
     "open_all",
     "open_regular",
+    "release_stream",
+    "streams_of",
+    "try_acquire_stream",
 ]
 
 
@@ -238,6 +243,19 @@ class _PathReader:
 
 # -- file objects -----------------------------------------------------------------------------
 
+
+class BusyError(Exception):
+    """A file object is being sent by a call of the event loop this thread runs."""
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 _registry_lock = threading.Lock()
 # id(file object) -> [lock, number of sends holding or waiting for it]. An entry lives only
 # while a send uses the object, so a reused id() never finds a stale lock.
@@ -253,7 +271,19 @@ def _acquire_stream(stream: object) -> threading.Lock:
     return lock
 
 
-def _release_stream(stream: object, lock: threading.Lock) -> None:
+def try_acquire_stream(stream: object) -> threading.Lock | None:
+    """The object's send lock if it is free now, else None (for callers that must not
+    block: an event loop waits for it without holding a thread)."""
+    with _registry_lock:
+        entry = _stream_locks.setdefault(id(stream), [threading.Lock(), 0])
+        lock: threading.Lock = entry[0]
+        if not lock.acquire(blocking=False):
+            return None
+        entry[1] += 1
+    return lock
+
+
+def release_stream(stream: object, lock: threading.Lock) -> None:
     lock.release()
     with _registry_lock:
         entry = _stream_locks[id(stream)]
@@ -264,15 +294,23 @@ def _release_stream(stream: object, lock: threading.Lock) -> None:
 
 def measure_stream(stream: Any) -> tuple[int, int]:
     """(position, bytes from there to the end) of a seekable file object, measured under the
-    object's send lock so that a send in progress is not disturbed."""
-    lock = _acquire_stream(stream)
+    object's send lock so that a send in progress is not disturbed. On an event loop's
+    thread, whose waiting would stop the very call that holds the lock, an object being
+    sent is refused instead (BusyError)."""
+    if _on_event_loop():
+        held = try_acquire_stream(stream)
+        if held is None:
+            raise BusyError
+        lock = held
+    else:
+        lock = _acquire_stream(stream)
     try:
         start = stream.tell()
         stream.seek(0, os.SEEK_END)
         end = stream.tell()  # not seek()'s result: some file objects return None
         stream.seek(start)
     finally:
-        _release_stream(stream, lock)
+        release_stream(stream, lock)
     return start, end - start
 
 
@@ -351,16 +389,27 @@ class Opened:
         for reader in self.readers:
             reader.close()
         for stream, lock in reversed(self._locks):
-            _release_stream(stream, lock)
+            release_stream(stream, lock)
         self._locks = []
 
 
-def open_all(sources: Sequence[Source]) -> Opened:
+def streams_of(sources: Sequence[Source]) -> list[object]:
+    """The file objects among ``sources``, once each, in the order their locks are taken."""
+    streams = {id(s.stream): s.stream for s in sources if isinstance(s, StreamSource)}
+    return [streams[k] for k in sorted(streams)]
+
+
+def open_all(
+    sources: Sequence[Source], held: Sequence[tuple[object, threading.Lock]] | None = None
+) -> Opened:
     """Open every document of a request. File objects are locked once each (one request may
     send the same object twice), in a fixed order so that two requests sharing two objects
-    cannot wait for each other."""
-    streams = {id(s.stream): s.stream for s in sources if isinstance(s, StreamSource)}
-    locks = [(streams[k], _acquire_stream(streams[k])) for k in sorted(streams)]
+    cannot wait for each other; ``held`` are those locks, taken already by the caller (and
+    released with the rest)."""
+    if held is None:
+        locks = [(stream, _acquire_stream(stream)) for stream in streams_of(sources)]
+    else:
+        locks = list(held)
     opened = Opened([], locks)
     try:
         for source in sources:

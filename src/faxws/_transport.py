@@ -289,7 +289,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _cause(exc: BaseException) -> str:
+def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
     """The root cause in a few words ("Connection refused"), not urllib3's long wrapper text."""
     chain = _chain(exc)
     for e in chain:
@@ -305,10 +305,11 @@ def _cause(exc: BaseException) -> str:
         if isinstance(e, http.client.RemoteDisconnected):
             return "the server closed the connection without answering"
         if isinstance(e, http.client.HTTPException):
-            return f"malformed answer ({type(e).__name__}: {excerpt(str(e), 80)})"
+            # Masked before it is cut: a cut secret would no longer be found.
+            return f"malformed answer ({type(e).__name__}: {excerpt(redact(str(e)), 80)})"
         if _is_timeout(e):
             return "timed out"
-    return excerpt(str(exc), 200) or type(exc).__name__
+    return excerpt(redact(str(exc)), 200) or type(exc).__name__
 
 
 def describe_failure(exc: BaseException) -> tuple[str, str]:
@@ -328,7 +329,7 @@ def failure(
     request had been written to the connection. ``redact`` masks secrets in the cause,
     which may quote what a server sent."""
     return transport_error(
-        _kind(exc), redact(_cause(exc)), written=written, request_id=request_id, where=where
+        _kind(exc), redact(_cause(exc, redact)), written=written, request_id=request_id, where=where
     )
 
 
@@ -404,19 +405,26 @@ class HttpTransport:
             exc.maybe_delivered = progress.written
             raise
         except Exception as exc:
-            # Not chained: the original's text may quote what the server sent (a status
-            # line, a header), secrets included; the message keeps its cause, masked.
-            raise self._failure(exc, progress.written, request_id) from None
+            # Not chained, nor raised here (where it would keep the original as its
+            # context): that text may quote what the server sent, secrets included; the
+            # message keeps its cause, masked.
+            failed: TransportError | None = self._failure(exc, progress.written, request_id)
+        else:
+            failed = None
         finally:
             _progress.reset(reset)
+        if failed is not None:
+            raise failed
         try:
             content = self._read(response, request_id)
         except FaxWSError:
             raise
         except Exception as exc:
-            raise self._failure(exc, True, request_id) from None
+            failed = self._failure(exc, True, request_id)
         finally:
             response.close()
+        if failed is not None:
+            raise failed
         return RawResponse(
             response.status_code, response.headers, content, time.perf_counter() - start
         )

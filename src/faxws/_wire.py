@@ -9,12 +9,13 @@ request with a large document costs memory of the order of one chunk, not of the
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lxml import etree
 
-from faxws._content import BytesSource, Opened, Reader, Source, open_all
+from faxws._content import BytesSource, Opened, Reader, Source, open_all, streams_of
 from faxws._soap import SOAP11_NS
 from faxws._xsd import XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
@@ -109,10 +110,16 @@ class Body:
         """The envelope with every base64 value left empty: small, for schema checks."""
         return b"".join(p for p in self._parts if isinstance(p, bytes))
 
-    def open(self) -> OpenBody:
+    def streams(self) -> list[object]:
+        """The file objects the body sends, once each, in the order their locks are taken."""
+        return streams_of([p for p in self._parts if not isinstance(p, bytes)])
+
+    def open(self, held: Sequence[tuple[object, threading.Lock]] | None = None) -> OpenBody:
         """The body of one send: documents opened and measured now, so that Content-Length
-        is what will be sent. Close it (or use ``with``) to release files and locks."""
-        return OpenBody(self._parts, open_all([p for p in self._parts if not isinstance(p, bytes)]))
+        is what will be sent. Close it (or use ``with``) to release files and locks;
+        ``held`` are the file objects' locks when the caller took them already."""
+        sources = [p for p in self._parts if not isinstance(p, bytes)]
+        return OpenBody(self._parts, open_all(sources, held))
 
     def __iter__(self) -> Iterator[bytes]:
         with self.open() as body:

@@ -21,6 +21,10 @@ from faxws.errors import AuthenticationError, BadInputError, FaxWSError
 
 __all__ = ["AsyncTokenProvider", "BearerAuth", "Credentials", "PinAuth", "TokenProvider"]
 
+#: Distinct recent tokens masked in what servers echo: far more than one client has calls in
+#: flight with distinct tokens, which providers that rotate per call may produce.
+_SEEN_TOKENS = 256
+
 
 @runtime_checkable
 class TokenProvider(Protocol):
@@ -95,8 +99,9 @@ class BearerAuth(Credentials):
         else:
             self._provider = None
             self._fixed = check_header_token("token", token)
-        # Tokens handed out recently, so that redact() can find them; bounded.
-        self._seen: list[str] = [self._fixed] if self._fixed else []
+        # Tokens handed out recently, so that redact() can find them in what a server
+        # echoes; bounded, but far beyond the distinct tokens of the calls in flight at once.
+        self._seen: dict[str, None] = dict.fromkeys([self._fixed] if self._fixed else [])
         self._lock = threading.Lock()
 
     def bearer_token(self, request_id: str | None) -> str:
@@ -143,7 +148,9 @@ class BearerAuth(Credentials):
             ) from None
         with self._lock:
             if checked not in self._seen:
-                self._seen = [*self._seen[-7:], checked]
+                self._seen[checked] = None
+                if len(self._seen) > _SEEN_TOKENS:
+                    del self._seen[next(iter(self._seen))]
         return checked
 
     def pin(self) -> str:

@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from faxws._checks import check_int, check_text
 from faxws._content import (
+    BusyError,
     BytesSource,
     PathSource,
     StreamSource,
@@ -262,7 +263,14 @@ def _stream_content(stream: object) -> tuple[Content, str]:
         if not isinstance(probe, (bytes, bytearray, memoryview)):
             raise BadInputError("data", "file object does not return bytes; open it in 'rb' mode")
         if getattr(stream, "seekable", lambda: False)():
-            start, size = measure_stream(stream)
+            try:
+                start, size = measure_stream(stream)
+            except BusyError:
+                raise BadInputError(
+                    "data",
+                    "this file object is being sent by a call on this event loop; make the "
+                    "FaxFile before that call starts, or after it ends",
+                ) from None
             return StreamSource(stream, start, size, name), name  # type: ignore[arg-type]
         # Not seekable: it can be read only once, and a retry needs it again.
         return BytesSource(_read_all(stream)), name

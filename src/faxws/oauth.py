@@ -9,6 +9,7 @@ token after the client reports an HTTP 401 (through :meth:`ClientCredentials.inv
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import threading
@@ -341,6 +342,8 @@ class AsyncClientCredentials:
         self._client_id = client_id
         self._token: _Token | None = None
         self._fetching: asyncio.Task[_Token] | None = None
+        # The token handed to the current task, so that its 401 forgets only that one.
+        self._handed: contextvars.ContextVar[str] = contextvars.ContextVar("faxws_token")
 
     @property
     def fetches(self) -> int:
@@ -357,6 +360,7 @@ class AsyncClientCredentials:
         cached = self._token
         now = self._grant._clock()
         if cached is not None and now < cached.renew_at:
+            self._handed.set(cached.value)
             return cached.value
         fetching = self._fetching
         if (
@@ -365,6 +369,7 @@ class AsyncClientCredentials:
             and fetching is not None
             and fetching.get_loop() is asyncio.get_running_loop()
         ):
+            self._handed.set(cached.value)
             return cached.value  # still valid while another task renews it
         if fetching is None or fetching.get_loop() is not asyncio.get_running_loop():
             fetching = self._fetching = asyncio.ensure_future(self._fetch())
@@ -372,12 +377,19 @@ class AsyncClientCredentials:
             # asyncio's to log.
             fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
         # Shielded: one waiter's cancellation must not cancel the fetch the others wait for.
-        token = await asyncio.shield(fetching)
+        try:
+            token = await asyncio.shield(fetching)
+        except FaxWSError as exc:
+            raise _copy_error(exc) from None  # each waiter's own, for its own request id
+        self._handed.set(token.value)
         return token.value
 
     def invalidate(self) -> None:
-        """Forget the cached token: the next call fetches a new one."""
-        self._token = None
+        """Forget the token this task was handed, if it is still the cached one (after a
+        401): a token another task fetched since is kept."""
+        cached = self._token
+        if cached is not None and cached.value == self._handed.get(None):
+            self._token = None
 
     def close(self) -> None:
         self._grant.close()
