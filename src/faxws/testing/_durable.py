@@ -57,9 +57,14 @@ class JobStore:
             shutil.rmtree(self.spool, ignore_errors=True)  # what a crash left half-received
             self.spool.mkdir()
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except BaseException:
+            self._lock.close()
+            raise
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
         except BaseException:
+            self._db.close()
             self._lock.close()
             raise
 
