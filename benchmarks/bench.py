@@ -27,6 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import async_bench  # benchmarks/: the async client's figures
+
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
@@ -448,6 +450,7 @@ def main() -> int:
         large = large_document(url, size)
         cpu = per_call(url, calls, rounds)
         rates = throughput(url, rate_calls, rounds)
+        async_figures = async_bench.measure(url, size, smoke=args.smoke)
     boot = startup(runs)
     build = construction()
 
@@ -547,6 +550,7 @@ def main() -> int:
             build["later"] < 0.001,
         )
     )
+    rows += [Row(**row) for row in async_bench.rows(async_figures)]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -563,6 +567,7 @@ def main() -> int:
                     "throughput": rates,
                     "startup": boot,
                     "construction": build,
+                    "async": async_figures,
                     "rows": [r.__dict__ for r in rows],
                 },
                 indent=2,
