@@ -201,13 +201,17 @@ class Sent:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
-    def close(self) -> None:
-        """The attempt is over: no timer outlives it."""
+    def close(self, *, failed: bool = False) -> None:
+        """The attempt is over: no timer outlives it, and a failed one's connection is
+        ended here (aiohttp may leave a TLS connection it lost unclosed, and no failed
+        connection may be used again)."""
         self._phase = "done"
         self._deadline = 0.0
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        if failed and self.transport is not None:
+            self.transport.abort()
 
 
 _sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
@@ -567,10 +571,10 @@ class AsyncHttpTransport:
         try:
             response = await self._request(session, body, all_headers, sent)
         except asyncio.CancelledError:
-            sent.close()
+            sent.close(failed=True)
             raise
         except Exception as exc:
-            sent.close()
+            sent.close(failed=True)
             error = self._failure(exc, sent, request_id)
             # Not chained to aiohttp's exception: its text may quote what the server sent.
             raise error from error.__cause__ if error is sent.document_error else None
@@ -580,17 +584,13 @@ class AsyncHttpTransport:
             sent.head_done(response)
             content = await self._read(response, request_id)
             sent.protocol.answered = True  # from now on, checked before it is reused
-        except FaxWSError:
+        except BaseException as exc:
             response.close()
+            sent.close(failed=True)
+            if isinstance(exc, Exception) and not isinstance(exc, FaxWSError):
+                raise self._failure(exc, sent, request_id) from None
             raise
-        except asyncio.CancelledError:
-            response.close()
-            raise
-        except Exception as exc:
-            response.close()
-            raise self._failure(exc, sent, request_id) from None
-        finally:
-            sent.close()
+        sent.close()
         response.release()
         return RawResponse(response.status, response.headers, content, time.perf_counter() - start)
 
