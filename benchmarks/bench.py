@@ -27,6 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import async_bench  # benchmarks/: the async client's figures
+
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
@@ -542,6 +544,7 @@ def main() -> int:
         cpu = per_call(url, calls, rounds)
         rates = throughput(url, rate_calls, rounds)
         tokens = token_throughput(url, rate_calls, rounds)
+        async_figures = async_bench.measure(url, size, smoke=args.smoke)
     boot = startup(runs)
     build = construction()
     checked = many_issues(issues, issue_rounds)
@@ -664,6 +667,7 @@ def main() -> int:
             bad["median"] < 0.5,
         )
     )
+    rows += [Row(**row) for row in async_bench.rows(async_figures)]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -682,6 +686,7 @@ def main() -> int:
                     "many_issues": checked,
                     "startup": boot,
                     "construction": build,
+                    "async": async_figures,
                     "rows": [r.__dict__ for r in rows],
                 },
                 indent=2,

@@ -80,10 +80,17 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 16
+    assert len(figures["rows"]) == 20
     assert figures["many_issues"]["issues"] == 250
     assert figures["token_throughput"]["token_fetches"] >= 1
     assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in figures["rows"]) == 2
+    assert sum("AsyncFaxClient" in row["figure"] for row in figures["rows"]) == 4
+    rounds = figures["async"]["rounds"]
+    assert rounds >= 3  # min, median and max over rounds
+    assert {name: len(rates) for name, rates in figures["async"]["rates"].items()} == dict.fromkeys(
+        ("threaded", "async", "floor", "sync_1", "async_1"), rounds
+    )
+    assert figures["async"]["large"]["size"] == 256 * 1024
     for row in figures["rows"]:
         assert row["ratio"] > 0
     large = figures["large"]

@@ -19,7 +19,8 @@ read time-out of the head. A limit that passes aborts the connection.
 The session ignores the environment (``trust_env=False``: no proxy variables, no
 ``~/.netrc``), keeps no cookies, follows no redirects and reads at most
 ``max_response_bytes``. Interim (1xx) answers are read past, at most
-:data:`~faxws._http.MAX_INTERIM_RESPONSES` of them. A document that turns out different
+:data:`~faxws._http.MAX_INTERIM_RESPONSES` of them (counted by the connection's protocol,
+:class:`_Handler`). A document that turns out different
 from what the request announced aborts the connection with a TCP reset, so that the service
 never receives a complete but wrong body.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import select
 import socket
@@ -39,7 +41,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 try:
@@ -48,6 +50,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError(
         "AsyncFaxClient needs aiohttp: install the async extra (pip install 'faxws[async]')"
     ) from exc
+
+from aiohttp.client_proto import ResponseHandler
 
 from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, transport_error
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
@@ -65,10 +69,16 @@ class Sent:
     """One attempt on the wire: whether any byte of the request was written, and the time
     limit of the phase it is in (``pool``, ``connect``, ``send``, ``head``, ``body``,
     ``done``). A limit that passes records the phase in ``expired`` and aborts the
-    connection; the exception aiohttp then raises is reported as a time-out."""
+    connection; the exception aiohttp then raises is reported as a time-out.
+
+    One timer serves every phase: moving the deadline later only records it, and a timer
+    that fires early sets itself again for what is left (calls are far shorter than their
+    time limits, so most attempts make one timer and cancel it).
+    """
 
     __slots__ = (
         "_connect_timeout",
+        "_deadline",
         "_handle",
         "_loop",
         "_phase",
@@ -81,6 +91,7 @@ class Sent:
         "expired",
         "precise",
         "protocol",
+        "streamed",
         "transport",
         "written",
     )
@@ -95,16 +106,18 @@ class Sent:
         self._used = used
         self._connect_timeout, self._read_timeout = timeout
         self._handle: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
         self._phase = "pool"
         self._response: aiohttp.ClientResponse | None = None
         self._sockets: list[socket.socket] = []
         self.precise = False
+        self.streamed = False
         self.armed = False
         self.written = False
         self.expired: str | None = None
         self.document_error: DocumentError | None = None
         self.transport: asyncio.Transport | None = None
-        self.protocol: object = None
+        self.protocol: Any = None
 
     # -- phases --
 
@@ -114,64 +127,70 @@ class Sent:
         self._sockets.append(sock)
         if self._phase == "pool":
             self._phase = "connect"
-            self._arm(self._connect_timeout)
+            self._limit(self._connect_timeout)
 
-    def sending(self, transport: asyncio.Transport, protocol: object) -> None:
+    def sending(self, transport: asyncio.Transport, protocol: Any) -> None:
         """The connection is set up; from here on, bytes written are the request's."""
-        self._disarm()
         self._phase = "send"
+        self._limit(None)
         self.transport = transport
-        self._used.add(transport)
+        if self._sockets:  # a new connection (a reused one is known already)
+            self._used.add(transport)
         self.protocol = protocol
         self.armed = True
         if not self.precise:
             self.written = True  # cannot count: say what is safe
 
     def writing(self) -> None:
+        """A part of the body is being written: it must be taken within the read time-out."""
         if self._phase == "send":
-            self._arm(self._read_timeout)
+            self._limit(self._read_timeout)
 
     def wrote(self) -> None:
         if self._phase == "send":
-            self._disarm()
+            self._limit(None)
 
     def body_done(self) -> None:
+        """The whole request was handed over: its answer's head has the read time-out."""
         if self._phase == "send":
             self._phase = "head"
-            self._arm(self._read_timeout)
+            self._limit(self._read_timeout)
 
     def head_done(self, response: aiohttp.ClientResponse) -> None:
         self._phase = "body"
         self._response = response
-        self._arm(self._read_timeout)
-
-    def finish(self) -> None:
-        self._phase = "done"
-        self._disarm()
+        self._limit(self._read_timeout)
 
     def reset_for_retry(self) -> None:
         """A stale pooled connection was dropped before anything was written to it."""
-        self._disarm()
         self._phase = "pool"
+        self._limit(None)
         self.armed = False
         self.transport = None
 
-    # -- time limits --
+    # -- the time limit --
 
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self._handle = self._loop.call_later(seconds, self._expire)
-
-    def _disarm(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+    def _limit(self, seconds: float | None) -> None:
+        """The current phase ends within ``seconds`` from now (None: no limit)."""
+        if seconds is None:
+            self._deadline = 0.0
+            return
+        self._deadline = self._loop.time() + seconds
+        handle = self._handle
+        if handle is None or handle.when() > self._deadline:
+            if handle is not None:
+                handle.cancel()
+            self._handle = self._loop.call_at(self._deadline, self._expire)
 
     def _expire(self) -> None:
         self._handle = None
-        phase = self._phase
-        if phase in ("pool", "done"):
+        deadline = self._deadline
+        if not deadline or self._phase in ("pool", "done"):
             return
+        if self._loop.time() < deadline:  # moved later since the timer was set
+            self._handle = self._loop.call_at(deadline, self._expire)
+            return
+        phase = self._phase
         if phase == "body" and self._response is not None and self._response.connection is None:
             return  # the whole answer is in: the connection went back to the pool
         self.expired = phase
@@ -181,6 +200,18 @@ class Sent:
         for sock in self._sockets:  # still connecting: its reads and writes end at once
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self, *, failed: bool = False) -> None:
+        """The attempt is over: no timer outlives it, and a failed one's connection is
+        ended here (aiohttp may leave a TLS connection it lost unclosed, and no failed
+        connection may be used again)."""
+        self._phase = "done"
+        self._deadline = 0.0
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if failed and self.transport is not None:
+            self.transport.abort()
 
 
 _sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
@@ -223,9 +254,6 @@ def _new_socket(addr_info: Any) -> socket.socket:
 
 # -- aiohttp's request and response, each with one addition ---------------------------------
 
-#: Connections that carried a whole answer: reused ones are checked before a request.
-_answered: weakref.WeakSet[Any] = weakref.WeakSet()
-
 
 class _StaleConnectionError(Exception):
     """A pooled connection the server closed (or wrote to) while it was idle."""
@@ -259,9 +287,14 @@ class _Request(aiohttp.ClientRequest):
         if sent is not None:
             protocol = conn.protocol
             transport = conn.transport
-            if transport is None or (protocol in _answered and _has_input(transport)):
+            if transport is None or (protocol.answered and _has_input(transport)):
                 raise _StaleConnectionError
+            protocol.interim = 0
             sent.sending(transport, protocol)
+            response = await super().send(conn)
+            if not sent.streamed:
+                sent.body_done()  # bytes are handed to the connection at once
+            return response
         return await super().send(conn)
 
 
@@ -269,32 +302,36 @@ class _TooManyInterimError(Exception):
     """More interim answers than any server sends on purpose."""
 
 
-class _Response(aiohttp.ClientResponse):
-    """aiohttp reads past every interim (1xx) answer; this counts them, so that a server
-    sending them endlessly cannot hold a call (the head's time limit bounds slow ones)."""
+class _Handler(ResponseHandler):
+    """aiohttp's protocol, counting the interim (1xx) answers to the current request: aiohttp
+    reads past every one of them, so a server sending them endlessly could hold a call (the
+    head's time limit bounds slow ones, this bounds fast ones)."""
 
-    async def start(self, connection: Any) -> aiohttp.ClientResponse:
-        protocol = connection.protocol
-        read = protocol.read
-        interim = 0
+    interim = 0
+    answered = False  # has carried a whole answer (and may sit idle in the pool)
 
-        async def read_counting() -> Any:
-            nonlocal interim
-            item = await read()
-            code = item[0].code
-            if 100 <= code < 200 and code != 101:
-                interim += 1
-                if interim > MAX_INTERIM_RESPONSES:
-                    raise _TooManyInterimError(
-                        f"more than {MAX_INTERIM_RESPONSES} interim responses"
-                    )
-            return item
+    def feed_data(self, data: Any, *args: Any) -> None:
+        if self.interim > MAX_INTERIM_RESPONSES:
+            return  # the error is set: nothing after it may be read as the answer
+        code = data[0].code
+        if 100 <= code < 200 and code != 101:
+            self.interim += 1
+            if self.interim > MAX_INTERIM_RESPONSES:
+                self.set_exception(
+                    _TooManyInterimError(f"more than {MAX_INTERIM_RESPONSES} interim responses")
+                )
+                return
+        super().feed_data(data, *args)
 
-        protocol.read = read_counting  # this response's reads only
-        try:
-            return await super().start(connection)
-        finally:
-            del protocol.read
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's connector, making its connections with :class:`_Handler`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._factory = cast(
+            "functools.partial[ResponseHandler]", functools.partial(_Handler, loop=self._loop)
+        )
 
 
 # -- one table: aiohttp's failures -> what to say ---------------------------------------------
@@ -475,23 +512,22 @@ class AsyncHttpTransport:
                 request_id=request_id,
                 maybe_delivered=False,
             )
-        connector = aiohttp.TCPConnector(
+        connector = _Connector(
             limit=self._max_connections,
             limit_per_host=0,
             ssl=_ssl_context(self._verify),
             socket_factory=_new_socket,
         )
-        read = self.timeout[1]
         self._session = aiohttp.ClientSession(
             connector=connector,
             trust_env=False,
             cookie_jar=aiohttp.DummyCookieJar(),
             headers=self._headers,
             request_class=_Request,
-            response_class=_Response,
-            # aiohttp's own read time-out measures silence; Sent bounds each phase as a whole.
+            # Sent bounds the head and the body of the answer as wholes (stricter than
+            # aiohttp's read time-out, which only measures silence).
             timeout=aiohttp.ClientTimeout(
-                total=None, connect=None, sock_connect=self.timeout[0], sock_read=read
+                total=None, connect=None, sock_connect=self.timeout[0], sock_read=None
             ),
             max_line_size=65536,
             max_field_size=65536,
@@ -533,16 +569,17 @@ class AsyncHttpTransport:
         whether any byte was written, also when the call is cancelled."""
         session = self._session_here(request_id)
         start = time.perf_counter()
-        all_headers = {**headers, "Content-Length": str(size)}
+        all_headers = dict(headers)
+        all_headers["Content-Length"] = str(size)
         token = _sent.set(sent)
         failed: FaxWSError | None = None
         try:
             response = await self._request(session, body, all_headers, sent)
         except asyncio.CancelledError:
-            sent.finish()
+            sent.close(failed=True)
             raise
         except Exception as exc:
-            sent.finish()
+            sent.close(failed=True)
             failed = self._failure(exc, sent, request_id)
         finally:
             _sent.reset(token)
@@ -554,20 +591,22 @@ class AsyncHttpTransport:
         try:
             sent.head_done(response)
             content = await self._read(response, request_id)
-            _answered.add(sent.protocol)
+            sent.protocol.answered = True  # from now on, checked before it is reused
         except FaxWSError:
             response.close()
-            raise
-        except asyncio.CancelledError:
-            response.close()
+            sent.close(failed=True)
             raise
         except Exception as exc:
             response.close()
+            sent.close(failed=True)
             failed = self._failure(exc, sent, request_id)
-        finally:
-            sent.finish()
+        except BaseException:
+            response.close()
+            sent.close(failed=True)
+            raise
         if failed is not None:
-            raise failed from None
+            raise failed from None  # outside the handler: no context quoting the server
+        sent.close()
         response.release()
         return RawResponse(response.status, response.headers, content, time.perf_counter() - start)
 
@@ -579,14 +618,16 @@ class AsyncHttpTransport:
         sent: Sent,
     ) -> aiohttp.ClientResponse:
         sent.precise = self._precise
+        sent.streamed = not isinstance(body, bytes)
         # A pooled connection the server closed while idle is replaced, as often as the pool
         # may hold such connections; nothing was written to it.
         tries = 0
         while True:
+            data = body if isinstance(body, bytes) else self._chunks(body, sent)
             try:
                 return await session.post(
                     self.url,
-                    data=self._chunks(body, sent),
+                    data=data,
                     headers=headers,
                     allow_redirects=False,
                     proxy=self._proxy,
@@ -597,20 +638,17 @@ class AsyncHttpTransport:
                     raise
                 sent.reset_for_retry()
 
-    async def _chunks(self, body: AsyncBody, sent: Sent) -> AsyncIterator[bytes]:
-        """The body as aiohttp writes it: each write must be taken within the read time-out,
-        and the answer's time limit starts when the last one was. A document that fails
-        resets the connection before the body is complete."""
+    async def _chunks(
+        self, body: Callable[[], AsyncIterator[bytes]], sent: Sent
+    ) -> AsyncIterator[bytes]:
+        """A streamed body as aiohttp writes it: each part must be taken within the read
+        time-out, and the answer's time limit starts when the last one was. A document that
+        fails resets the connection before the body is complete."""
         try:
-            if isinstance(body, bytes):
+            async for chunk in body():
                 sent.writing()
-                yield body
+                yield chunk
                 sent.wrote()
-            else:
-                async for chunk in body():
-                    sent.writing()
-                    yield chunk
-                    sent.wrote()
         except DocumentError as exc:
             sent.document_error = exc
             _reset(sent.transport)
@@ -641,6 +679,8 @@ class AsyncHttpTransport:
                 request_id=request_id,
                 status_code=response.status,
             )
+        if declared.isdigit() and "Content-Encoding" not in response.headers:
+            return await response.read()  # exactly the declared length, at most the limit
         chunks: list[bytes] = []
         total = 0
         content = response.content

@@ -71,14 +71,15 @@ class _Documents:
     """One call's request body: measured when the call starts, sent whole by each attempt
     (small bodies as bytes, large ones in chunks read and encoded in worker threads)."""
 
-    def __init__(self, opened: OpenBody, payload: bytes | OpenBody) -> None:
+    def __init__(self, opened: OpenBody | None, payload: bytes | OpenBody) -> None:
         self._opened = opened
-        self.size = len(opened)
+        self.size = len(payload)
         self.body: AsyncBody = payload if isinstance(payload, bytes) else self._stream
         self._reading: asyncio.Future[bytes | None] | None = None
 
     @classmethod
     async def open(cls, body: Body) -> _Documents:
+        """A body with documents (one without is ``_Documents(None, body.whole)``)."""
         if body.in_memory:
             opened = body.open()
             return cls(opened, opened.payload())
@@ -101,6 +102,7 @@ class _Documents:
 
     async def _stream(self) -> AsyncIterator[bytes]:
         await self._settled()
+        assert self._opened is not None  # only bodies with documents are streamed
         chunks = iter(self._opened)
         while (chunk := await self._next(chunks)) is not None:
             yield chunk
@@ -118,15 +120,18 @@ class _Documents:
             await asyncio.wait([reading])
 
     def close(self) -> None:
+        opened = self._opened
+        if opened is None:
+            return
         reading = self._reading
         if reading is None or reading.done():
             self._consume(reading)
-            self._opened.close()
+            opened.close()
             return
 
         def close_when_done(done: asyncio.Future[bytes | None]) -> None:
             self._consume(done)
-            self._opened.close()
+            opened.close()
 
         reading.add_done_callback(close_when_done)
 
@@ -192,7 +197,10 @@ class AsyncCaller:
         documents: _Documents | None = None
         try:
             # Documents are measured now: Content-Length is what they hold at this moment.
-            documents = await _Documents.open(body)
+            whole = body.whole
+            documents = (
+                _Documents(None, whole) if whole is not None else await _Documents.open(body)
+            )
             attempts = Attempts(
                 name,
                 idempotent=idempotent,

@@ -101,6 +101,13 @@ class Body:
         self._parts = parts
 
     @property
+    def whole(self) -> bytes | None:
+        """The whole body when it holds no document (then it is its skeleton), else None."""
+        if all(isinstance(p, bytes) for p in self._parts):
+            return self.skeleton()
+        return None
+
+    @property
     def in_memory(self) -> bool:
         """Whether every document is bytes in memory: opening and reading the body touches no
         file."""
