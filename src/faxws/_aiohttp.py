@@ -56,7 +56,7 @@ from aiohttp.client_proto import ResponseHandler
 from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, transport_error
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
 
-__all__ = ["AsyncBody", "AsyncHttpTransport", "Sent"]
+__all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
 
 #: A request body: bytes, or a function that starts its chunks afresh for each attempt.
 AsyncBody = bytes | Callable[[], AsyncIterator[bytes]]
@@ -241,6 +241,13 @@ class _RecordingSocket(socket.socket):
         if n:
             _mark()
         return n
+
+
+def counts_at_socket(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` writes through the socket objects (asyncio's selector loops do; uvloop
+    and the Windows proactor loop do not, and then every attempt that got a connection counts
+    as written)."""
+    return isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
 
 
 def _new_socket(addr_info: Any) -> socket.socket:
@@ -529,9 +536,7 @@ class AsyncHttpTransport:
             max_field_size=65536,
         )
         self._loop = loop
-        # Loops of asyncio's selector family write through the socket object; others
-        # (uvloop, the proactor) do not, and Sent then counts every attempt as written.
-        self._precise = isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
+        self._precise = counts_at_socket(loop)
         return self._session
 
     async def close(self) -> None:
