@@ -217,12 +217,6 @@ class Sent:
 _sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
 
 
-def _mark() -> None:
-    sent = _sent.get()
-    if sent is not None and sent.armed:
-        sent.written = True
-
-
 class _RecordingSocket(socket.socket):
     """Marks the current attempt when bytes of its request are written. asyncio's transports
     write through ``send`` (and ``sendmsg`` from 3.12), in the writing task's context or in a
@@ -231,16 +225,19 @@ class _RecordingSocket(socket.socket):
     __slots__ = ()
 
     def send(self, data: Any, flags: int = 0, /) -> int:
-        n = super().send(data, flags)
-        if n:
-            _mark()
+        n = _send(self, data, flags)
+        if n and (sent := _sent.get()) is not None and sent.armed:
+            sent.written = True
         return n
 
     def sendmsg(self, *args: Any) -> int:
-        n = super().sendmsg(*args)
-        if n:
-            _mark()
+        n: int = super().sendmsg(*args)
+        if n and (sent := _sent.get()) is not None and sent.armed:
+            sent.written = True
         return n
+
+
+_send = socket.socket.send
 
 
 def counts_at_socket(loop: asyncio.AbstractEventLoop) -> bool:
@@ -562,19 +559,19 @@ class AsyncHttpTransport:
         self,
         body: AsyncBody,
         size: int,
-        headers: Mapping[str, str],
+        headers: dict[str, str],
         request_id: str,
         sent: Sent,
     ) -> RawResponse:
-        """The final answer to one attempt of ``body`` (``size`` bytes). ``sent`` records
-        whether any byte was written, also when the call is cancelled."""
+        """The final answer to one attempt of ``body`` (``size`` bytes; ``headers`` are the
+        attempt's own, completed here). ``sent`` records whether any byte was written, also
+        when the call is cancelled."""
         session = self._session_here(request_id)
         start = time.perf_counter()
-        all_headers = dict(headers)
-        all_headers["Content-Length"] = str(size)
+        headers["Content-Length"] = str(size)
         token = _sent.set(sent)
         try:
-            response = await self._request(session, body, all_headers, sent)
+            response = await self._request(session, body, headers, sent)
         except asyncio.CancelledError:
             sent.close(failed=True)
             raise
