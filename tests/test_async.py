@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -390,6 +391,32 @@ def test_each_client_refuses_the_provider_it_cannot_use_well() -> None:
     assert info.value.field == "token"
     assert "AsyncClientCredentials" in info.value.problem
     blocking.close()
+
+
+# -- where bytes written cannot be seen -----------------------------------------------------
+
+
+def test_on_a_loop_that_bypasses_the_sockets_every_connected_attempt_counts_as_written() -> None:
+    """uvloop and the proactor loop write without the socket objects: nothing could be
+    counted there, so an attempt that got a connection says it may have been delivered."""
+    from faxws._aiohttp import Sent, counts_at_socket
+
+    class Elsewhere(asyncio.AbstractEventLoop):
+        """A loop of another family (not asyncio's selector loops)."""
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert counts_at_socket(loop) is True
+        assert counts_at_socket(Elsewhere()) is False
+        for precise, written in ((True, False), (False, True)):
+            sent = Sent(loop, (1.0, 1.0), weakref.WeakSet())
+            sent.precise = precise
+            assert sent.written is False
+            sent.sending(asyncio.Transport(), object())  # connected, nothing written yet
+            assert sent.written is written
+            sent.close()
+    finally:
+        loop.close()
 
 
 # -- aiohttp only when the async client is used ----------------------------------------------

@@ -14,6 +14,7 @@ import logging
 import select
 import socket
 import ssl
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ import pytest
 import trustme
 
 from conftest import Face, report_response, send_response
-from faxws import ConnectError, FaxFile, FaxWSError, RequestTimeoutError
+from faxws import BadInputError, ConnectError, FaxFile, FaxWSError, RequestTimeoutError
 from scripted import WAIT, Conn, ScriptedServer, reply
 
 USER = "mbx-delivery"
@@ -423,9 +424,11 @@ def test_reports_are_retried_after_a_failure_past_the_first_byte(
 
 
 def relay(a: socket.socket, b: socket.socket) -> None:
-    """Copy bytes both ways until either side closes."""
+    """Copy bytes both ways until either side closes (either may be a TLS socket, whose
+    decrypted bytes select() does not see)."""
     while True:
-        ready, _, _ = select.select([a, b], [], [], 30)
+        pending = [s for s in (a, b) if isinstance(s, ssl.SSLSocket) and s.pending()]
+        ready = pending or select.select([a, b], [], [], 30)[0]
         if not ready:
             return
         for src in ready:
@@ -435,8 +438,12 @@ def relay(a: socket.socket, b: socket.socket) -> None:
             (b if src is a else a).sendall(data)
 
 
-def connect_proxy(allow: bool, heads: list[bytes] | None = None) -> Callable[[Conn], None]:
+def connect_proxy(
+    allow: bool, heads: list[bytes] | None = None, *, tls: bool = False
+) -> Callable[[Conn], None]:
     def script(conn: Conn) -> None:
+        if tls:
+            conn.handshake()  # an https:// proxy: TLS to the proxy, the tunnel inside it
         head = conn.read_head()
         assert head is not None
         assert head.startswith(b"CONNECT localhost:")
@@ -554,3 +561,23 @@ def test_a_server_that_stops_reading_the_body_is_a_time_out(
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-stall"
     assert server.connections == 1
+
+
+def test_a_tunnel_through_an_https_proxy_carries_the_call(
+    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+) -> None:
+    """TLS to the proxy, and the service's TLS inside the tunnel: asyncio has TLS inside TLS
+    from Python 3.11, and the async client refuses such a proxy before that."""
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(connect_proxy(allow=True, tls=True), tls=server_tls)
+    proxies = {"https": proxy.url("localhost")}
+    if face.is_async and sys.version_info < (3, 11):
+        with pytest.raises(BadInputError) as info:
+            client_for(target, ca_file, face, proxies=proxies)
+        assert info.value.field == "proxies['https']"
+        assert "3.11" in info.value.problem
+        return
+    client = client_for(target, ca_file, face, proxies=proxies)
+    assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
+    assert len(target.requests) == 1
+    assert proxy.connections == 1

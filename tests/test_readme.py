@@ -17,6 +17,17 @@ def test_the_simulator_example_runs() -> None:
     exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
 
 
+def test_the_async_simulator_example_runs() -> None:
+    from faxws.testing import FaxWSSimulator
+
+    (block,) = [b for b in python_blocks() if "def test_my_async_code(faxws_simulator)" in b]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    with FaxWSSimulator() as sim:
+        namespace["test_my_async_code"](sim)  # type: ignore[operator]
+        assert len(sim.jobs) == 1
+
+
 def test_the_readme_opens_with_the_two_commands() -> None:
     first_block = README.split("```sh\n", 1)[1].split("```", 1)[0]
     assert [line.split()[:2] for line in first_block.splitlines()] == [

@@ -56,7 +56,7 @@ from aiohttp.client_proto import ResponseHandler
 from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, transport_error
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
 
-__all__ = ["AsyncBody", "AsyncHttpTransport", "Sent"]
+__all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
 
 #: A request body: bytes, or a function that starts its chunks afresh for each attempt.
 AsyncBody = bytes | Callable[[], AsyncIterator[bytes]]
@@ -217,12 +217,6 @@ class Sent:
 _sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
 
 
-def _mark() -> None:
-    sent = _sent.get()
-    if sent is not None and sent.armed:
-        sent.written = True
-
-
 class _RecordingSocket(socket.socket):
     """Marks the current attempt when bytes of its request are written. asyncio's transports
     write through ``send`` (and ``sendmsg`` from 3.12), in the writing task's context or in a
@@ -231,16 +225,26 @@ class _RecordingSocket(socket.socket):
     __slots__ = ()
 
     def send(self, data: Any, flags: int = 0, /) -> int:
-        n = super().send(data, flags)
-        if n:
-            _mark()
+        n = _send(self, data, flags)
+        if n and (sent := _sent.get()) is not None and sent.armed:
+            sent.written = True
         return n
 
     def sendmsg(self, *args: Any) -> int:
-        n = super().sendmsg(*args)
-        if n:
-            _mark()
+        n: int = super().sendmsg(*args)
+        if n and (sent := _sent.get()) is not None and sent.armed:
+            sent.written = True
         return n
+
+
+_send = socket.socket.send
+
+
+def counts_at_socket(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` writes through the socket objects (asyncio's selector loops do; uvloop
+    and the Windows proactor loop do not, and then every attempt that got a connection counts
+    as written)."""
+    return isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
 
 
 def _new_socket(addr_info: Any) -> socket.socket:
@@ -533,9 +537,7 @@ class AsyncHttpTransport:
             max_field_size=65536,
         )
         self._loop = loop
-        # Loops of asyncio's selector family write through the socket object; others
-        # (uvloop, the proactor) do not, and Sent then counts every attempt as written.
-        self._precise = isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
+        self._precise = counts_at_socket(loop)
         return self._session
 
     async def close(self) -> None:
@@ -561,20 +563,20 @@ class AsyncHttpTransport:
         self,
         body: AsyncBody,
         size: int,
-        headers: Mapping[str, str],
+        headers: dict[str, str],
         request_id: str,
         sent: Sent,
     ) -> RawResponse:
-        """The final answer to one attempt of ``body`` (``size`` bytes). ``sent`` records
-        whether any byte was written, also when the call is cancelled."""
+        """The final answer to one attempt of ``body`` (``size`` bytes; ``headers`` are the
+        attempt's own, completed here). ``sent`` records whether any byte was written, also
+        when the call is cancelled."""
         session = self._session_here(request_id)
         start = time.perf_counter()
-        all_headers = dict(headers)
-        all_headers["Content-Length"] = str(size)
+        headers["Content-Length"] = str(size)
         token = _sent.set(sent)
         failed: FaxWSError | None = None
         try:
-            response = await self._request(session, body, all_headers, sent)
+            response = await self._request(session, body, headers, sent)
         except asyncio.CancelledError:
             sent.close(failed=True)
             raise
