@@ -10,19 +10,19 @@ attempt (:class:`Sent`). Bytes written while connecting (a TLS handshake, a prox
 object (uvloop, the Windows proactor) every failure after the connection was set up counts as
 written: never a wrong "not delivered".
 
-Each attempt also keeps the time limits of the sync client: the connect time-out bounds the
-connection's set-up as a whole (TCP, a proxy's ``CONNECT``, TLS); while the request is written,
-each write must be taken within the read time-out; the head of the answer (interim answers
-included) must arrive within the read time-out of the request's end, and the body within the
-read time-out of the head. A limit that passes aborts the connection.
+Each attempt also has the time limits of the sync client: the connect time-out bounds the
+connection's set-up as a whole (TCP, a proxy's ``CONNECT``, TLS); each part of a streamed body
+must be taken within the read time-out; the head of the answer (interim answers included) must
+arrive within the read time-out of the request's end (for a body sent whole, of its hand-over
+to the connection), and the body within the read time-out of the head. A limit that passes
+aborts the connection.
 
 The session ignores the environment (``trust_env=False``: no proxy variables, no
 ``~/.netrc``), keeps no cookies, follows no redirects and reads at most
 ``max_response_bytes``. Interim (1xx) answers are read past, at most
 :data:`~faxws._http.MAX_INTERIM_RESPONSES` of them (counted by the connection's protocol,
-:class:`_Handler`). A document that turns out different
-from what the request announced aborts the connection with a TCP reset, so that the service
-never receives a complete but wrong body.
+:class:`_Handler`). A document that turns out different from what the request announced aborts
+the connection with a TCP reset, so that the service never receives a complete but wrong body.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _new_socket(addr_info: Any) -> socket.socket:
     return sock
 
 
-# -- aiohttp's request and response, each with one addition ---------------------------------
+# -- aiohttp's request, protocol and connector, each with one addition -----------------------
 
 
 class _StaleConnectionError(Exception):
