@@ -393,6 +393,23 @@ def test_each_client_refuses_the_provider_it_cannot_use_well() -> None:
     blocking.close()
 
 
+def test_a_plain_callable_returning_a_coroutine_is_refused_by_the_sync_client(
+    capture_server: type[CaptureServer],
+) -> None:
+    async def fetch() -> str:
+        return "t"
+
+    server = capture_server(lambda raw: http_reply(send_response(["J1"])))
+    client = FaxClient(server.url, user_id="u", token=lambda: fetch())  # type: ignore[arg-type, return-value]
+    with pytest.raises(BadInputError) as info:
+        client.send_fax(["+1 555 0100"], [PDF], "rid-coro")
+    assert info.value.field == "token"
+    assert info.value.request_id == "rid-coro"
+    assert "AsyncFaxClient" in info.value.problem
+    assert server.captured.connections == 0
+    client.close()
+
+
 # -- where bytes written cannot be seen -----------------------------------------------------
 
 
