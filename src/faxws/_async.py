@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 from faxws._aiohttp import AsyncBody, AsyncHttpTransport
 from faxws._content import release_stream, try_acquire_stream
-from faxws._http import Attempts, RawResponse, Timeout, caller_options
+from faxws._http import Attempts, CallerOptions, RawResponse
 from faxws._log import logger
 from faxws._soap import request_headers
 from faxws._version import __version__
@@ -150,29 +150,11 @@ class AsyncCaller:
         self,
         url: str,
         credentials: Credentials,
-        *,
-        timeout: Timeout,
-        verify: bool | str,
-        proxies: Mapping[str, str] | None,
-        allow_insecure_http: bool,
-        retries: int,
-        retry_backoff: float,
-        max_connections: int,
-        max_response_bytes: int,
+        options: CallerOptions,
     ) -> None:
+        """``options`` come checked from :func:`faxws._http.caller_options`."""
         self.url = url
         self.credentials = credentials
-        options = caller_options(
-            url,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
-        )
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
         self.http = AsyncHttpTransport(

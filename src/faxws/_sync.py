@@ -6,9 +6,9 @@ decisions are :class:`faxws._http.Attempts`, shared with the asynchronous caller
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from faxws._http import Attempts, Timeout, caller_options
+from faxws._http import Attempts, CallerOptions
 from faxws._soap import request_headers
 from faxws._transport import HttpTransport, RawResponse
 from faxws._version import __version__
@@ -25,29 +25,11 @@ class SyncCaller:
         self,
         url: str,
         credentials: Credentials,
-        *,
-        timeout: Timeout,
-        verify: bool | str,
-        proxies: Mapping[str, str] | None,
-        allow_insecure_http: bool,
-        retries: int,
-        retry_backoff: float,
-        max_connections: int,
-        max_response_bytes: int,
+        options: CallerOptions,
     ) -> None:
+        """``options`` come checked from :func:`faxws._http.caller_options`."""
         self.url = url
         self.credentials = credentials
-        options = caller_options(
-            url,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
-        )
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
         self.http = HttpTransport(

@@ -10,7 +10,13 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
-from faxws._http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, RawResponse, Timeout
+from faxws._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT,
+    RawResponse,
+    Timeout,
+    caller_options,
+)
 from faxws._log import logger
 from faxws._reader import interpret
 from faxws._soap import PATH
@@ -256,14 +262,17 @@ class FaxClient(_ClientBase):
         self._caller = SyncCaller(
             self._url,
             self._auth,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
+            caller_options(
+                self._url,
+                timeout=timeout,
+                verify=verify,
+                proxies=proxies,
+                allow_insecure_http=allow_insecure_http,
+                retries=retries,
+                retry_backoff=retry_backoff,
+                max_connections=max_connections,
+                max_response_bytes=max_response_bytes,
+            ),
         )
 
     def close(self) -> None:
@@ -392,14 +401,17 @@ class AsyncFaxClient(_ClientBase):
         self._caller = AsyncCaller(
             self._url,
             self._auth,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
+            caller_options(
+                self._url,
+                timeout=timeout,
+                verify=verify,
+                proxies=proxies,
+                allow_insecure_http=allow_insecure_http,
+                retries=retries,
+                retry_backoff=retry_backoff,
+                max_connections=max_connections,
+                max_response_bytes=max_response_bytes,
+            ),
         )
 
     async def close(self) -> None:

@@ -34,6 +34,7 @@ from lxml import etree
 
 from faxws import _resources, _safexml
 from faxws._checks import check_request_id, check_text
+from faxws._http import caller_options
 from faxws._reader import (
     ReadError,
     child_element,
@@ -382,9 +383,9 @@ def make_client(
     error or HTTP 502/503/504, and to every operation when no byte was sent.
     """
     plugin = FaxWSPlugin(user_id=user_id, token=token, pin=pin)
-    caller = SyncCaller(
-        service_url(base_url, allow_insecure_http=allow_insecure_http),
-        plugin.credentials,
+    url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+    options = caller_options(
+        url,
         timeout=timeout,
         verify=verify,
         proxies=proxies,
@@ -394,6 +395,7 @@ def make_client(
         max_connections=max_connections,
         max_response_bytes=max_response_bytes,
     )
+    caller = SyncCaller(url, plugin.credentials, options)
     transport = FaxWSTransport(caller)
     settings = zeep.Settings(
         strict=True, forbid_dtd=True, forbid_entities=True, forbid_external=True
