@@ -53,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from aiohttp.client_proto import ResponseHandler
 
-from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, transport_error
+from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, endpoint, transport_error
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
@@ -484,7 +484,7 @@ class AsyncHttpTransport:
         self._redact = redact
         self._verify = verify
         parts = urlsplit(url)
-        self._where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        self._where = endpoint(url)
         self._proxy = _select_proxy(url, proxies)
         if (
             self._proxy is not None

@@ -38,6 +38,7 @@ __all__ = [
     "check_proxies",
     "check_timeout",
     "check_verify",
+    "endpoint",
     "transport_error",
 ]
 
@@ -187,6 +188,12 @@ def caller_options(
 
 
 # -- a failed exchange ------------------------------------------------------------------------
+
+
+def endpoint(url: str) -> str:
+    """``host:port`` of ``url``, as transport errors name where they failed."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def transport_error(

@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
@@ -44,6 +43,7 @@ from faxws._http import (
     check_proxies,
     check_timeout,
     check_verify,
+    endpoint,
     transport_error,
 )
 from faxws.errors import (
@@ -355,8 +355,7 @@ class HttpTransport:
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
         self._redact = redact
-        parts = urlsplit(url)
-        self._where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        self._where = endpoint(url)
         session = requests.Session()
         session.trust_env = False
         session.verify = verify
