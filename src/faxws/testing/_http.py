@@ -112,12 +112,21 @@ class Handler(BaseHTTPRequestHandler):
 
     operation: str | None = None  # of the request being answered, for the log line
     fields: dict[str, str] = {}  # noqa: RUF012 - replaced, never changed, per request
+    _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
 
     def handle_one_request(self) -> None:
         # Nothing of the previous request on this connection may be taken for this one's
         # (the log line of a request line the standard library refuses, say).
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
+        self._known = None
         super().handle_one_request()
+
+    def _secrets(self) -> tuple[str, ...]:
+        """What this request's records and lines must never show (found once per request)."""
+        if self._known is None:
+            found = self.server.sim._state.secrets_of(self.fields)
+            self._known = tuple(sorted(found, key=len, reverse=True))
+        return self._known
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         """Quiet: the log line is :meth:`log_request`'s, and tests read the records."""
@@ -129,14 +138,13 @@ class Handler(BaseHTTPRequestHandler):
         if not _log.isEnabledFor(logging.INFO):
             return
         fields = self.fields  # empty when the standard library refused the request line
-        secrets = sorted(self.server.sim._state.secrets_of(fields), key=len, reverse=True)
         path = (self.path or "").partition("?")[0]
         line = (
             f"{self.command or '-'} {path or '-'} {self.operation or '-'} {code} "
             f"request_id={fields.get('x-ch-request-id', '-')}"
         )
         # Control characters a client sent would move a terminal's cursor: escaped.
-        _log.info("%s", _printable(redact(line, secrets)))
+        _log.info("%s", _printable(redact(line, self._secrets())))
 
     if not TYPE_CHECKING:
         # BaseHTTPRequestHandler answers 501 to a method without a do_ handler (TRACE,
@@ -153,6 +161,7 @@ class Handler(BaseHTTPRequestHandler):
         self.fields: dict[str, str] = {}
         for key, value in self.headers.items():
             self.fields.setdefault(key.lower(), value)
+        self._known = None
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
@@ -260,8 +269,7 @@ class Handler(BaseHTTPRequestHandler):
             _inbox.handle(self, path, required)
 
     def _masked(self, text: str) -> str:
-        secrets = self.server.sim._state.secrets_of(self.fields)
-        return redact(text, sorted(secrets, key=len, reverse=True))
+        return redact(text, self._secrets())
 
     def _own_host(self) -> bool:
         if self.server.sim.api_token is not None:
@@ -293,7 +301,7 @@ class Handler(BaseHTTPRequestHandler):
                 body_retained=received.retained if received is not None else True,
                 deviations=received.deviations if received is not None else (),
                 received_at=arrived,
-                _secrets=state.secrets_of(headers),
+                _secrets=frozenset(self._secrets()),
             )
         )
 
