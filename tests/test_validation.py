@@ -454,7 +454,8 @@ def test_schema_is_compiled_once_and_shared_between_threads() -> None:
 
 
 def test_client_refuses_a_request_the_schema_refuses(mocked: responses.RequestsMock) -> None:
-    """Code that builds binding objects itself gets the schema's word, not zeep's silence."""
+    """Code that builds binding objects itself is refused what the schema would refuse,
+    naming the element, before anything is sent."""
     client = FaxClient("https://fax.example.com", user_id="u", pin="1")
     request = bindings.GetFaxBroadcastReport(
         user_id="u",
@@ -469,7 +470,7 @@ def test_client_refuses_a_request_the_schema_refuses(mocked: responses.RequestsM
         )
     assert (info.value.field, info.value.problem, info.value.request_id) == (
         "/GetFaxBroadcastReport/RecipientType",
-        "'abc' is not a valid xs:int",
+        "must be an int, not str",
         "rid-x",
     )
     assert len(mocked.calls) == 0

@@ -9,6 +9,7 @@ request with a large document costs memory of the order of one chunk, not of the
 from __future__ import annotations
 
 import base64
+import operator
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from lxml import etree
 
 from faxws._content import BytesSource, Opened, Reader, Source, open_all, streams_of
 from faxws._soap import SOAP11_NS
-from faxws._xsd import XmlType, namespace_of
+from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, XmlField, XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
 
 __all__ = ["Body", "OpenBody", "envelope", "fault_envelope", "payload_envelope"]
@@ -43,35 +44,164 @@ def base64_length(size: int) -> int:
     return 4 * ((size + 2) // 3)
 
 
-def _text(xsd_type: str, value: Any) -> str:
-    # Values of the wrong type are written as they are, not coerced: the schema check that
-    # follows names them, and nothing is sent.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and xsd_type in ("int", "long"):
-        return str(value)
-    return str(value).translate(_ESCAPES)
+_TEXT, _INT, _BOOL, _BINARY, _COMPLEX = range(5)
+_KINDS = {"string": _TEXT, "int": _INT, "long": _INT, "boolean": _BOOL, "base64Binary": _BINARY}
+_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 
 
-def _write(obj: Any, xml: XmlType, buf: list[str], parts: list[Part]) -> None:
-    for f in xml.fields:
-        value = getattr(obj, f.attr)
-        if value is None:
-            continue  # an optional element that was not given
-        for item in value if f.repeated else (value,):
-            if f.complex_type is not None:
-                buf.append(f"<{f.name}>")
-                _write(item, f.complex_type.__xml__, buf, parts)
-                buf.append(f"</{f.name}>")
-            elif f.xsd_type == "base64Binary":
-                buf.append(f"<{f.name}>")
-                parts.append("".join(buf).encode())
-                buf.clear()
-                parts.append(BytesSource(item) if isinstance(item, (bytes, bytearray)) else item)
-                buf.append(f"</{f.name}>")
+class _Writer:
+    """The writer of one generated class, compiled once from its description: the element
+    tags and each field's kind worked out ahead, so that writing an instance is a walk over
+    its values.
+
+    The writer trusts string values to be text XML can carry (the client checks every string
+    it is given, the simulator writes text it read); it refuses what the schema would refuse
+    otherwise (a missing required element, too few or too many items, a value of the wrong
+    type, an int out of range), naming the element, before anything is sent.
+    """
+
+    __slots__ = ("_get", "_steps")
+
+    def __init__(self, cls: type[Any]) -> None:
+        xml: XmlType = cls.__xml__
+        attrs = [f.attr for f in xml.fields]
+        getter = operator.attrgetter(*attrs) if attrs else (lambda _obj: ())
+        self._get: Any = getter if len(attrs) != 1 else (lambda obj, a=attrs[0]: (getattr(obj, a),))
+        self._steps = tuple(
+            (
+                f"<{f.name}>",
+                f"</{f.name}>",
+                f"<{f.name}/>",
+                _COMPLEX if f.complex_type is not None else _KINDS.get(f.xsd_type, _TEXT),
+                f.repeated,
+                f.min_occurs,
+                f.max_occurs,
+                f.complex_type,
+                f,
+            )
+            for f in xml.fields
+        )
+
+    def write(self, obj: Any, buf: list[str], parts: list[Part]) -> None:
+        ap = buf.append
+        for value, step in zip(self._get(obj), self._steps, strict=True):
+            open_, close, empty, kind, repeated, low, high, complex_type, f = step
+            if repeated:
+                if value is None:
+                    value = ()
+                elif value.__class__ is not tuple and not isinstance(value, (tuple, list)):
+                    raise _RefusedError(
+                        f"/{f.name}", f"must be a tuple, not {type(value).__name__}"
+                    )
+                if len(value) < low or (high is not None and len(value) > high):
+                    raise _RefusedError(f"/{f.name}", _occurs(len(value), low, high))
+                items: Any = value
+            elif value is None:
+                if low:
+                    raise _RefusedError(f"/{f.name}", "is required")
+                continue
             else:
-                text = _text(f.xsd_type, item)
-                buf.append(f"<{f.name}>{text}</{f.name}>" if text else f"<{f.name}/>")
+                items = (value,)
+            if kind == _TEXT:
+                for item in items:
+                    if item.__class__ is not str:
+                        if not isinstance(item, str):
+                            raise _RefusedError(
+                                _at(f, items, item), f"must be a str, not {type(item).__name__}"
+                            )
+                        item = str.__str__(item)
+                    if not item:
+                        ap(empty)
+                        continue
+                    if "&" in item or "<" in item or ">" in item:
+                        item = item.translate(_ESCAPES)
+                    ap(f"{open_}{item}{close}")
+            elif kind == _COMPLEX:
+                sub = writer(complex_type)  # type: ignore[arg-type]
+                for item in items:
+                    if not isinstance(item, complex_type):  # type: ignore[arg-type]
+                        raise _RefusedError(
+                            _at(f, items, item),
+                            f"must be a {complex_type.__name__}, "  # type: ignore[union-attr]
+                            f"not {type(item).__name__}",
+                        )
+                    ap(open_)
+                    try:
+                        sub.write(item, buf, parts)
+                    except _RefusedError as exc:
+                        exc.path = _at(f, items, item) + exc.path
+                        raise
+                    ap(close)
+            elif kind == _INT:
+                low_value, high_value = _RANGES[f.xsd_type]
+                for item in items:
+                    if item.__class__ is not int and (
+                        isinstance(item, bool) or not isinstance(item, int)
+                    ):
+                        raise _RefusedError(
+                            _at(f, items, item), f"must be an int, not {type(item).__name__}"
+                        )
+                    if not low_value <= item <= high_value:
+                        raise _RefusedError(
+                            _at(f, items, item),
+                            f"{item} is outside {low_value}..{high_value} (xs:{f.xsd_type})",
+                        )
+                    ap(f"{open_}{int(item)}{close}")
+            elif kind == _BOOL:
+                for item in items:
+                    if not isinstance(item, bool):
+                        raise _RefusedError(
+                            _at(f, items, item), f"must be a bool, not {type(item).__name__}"
+                        )
+                    ap(f"{open_}{'true' if item else 'false'}{close}")
+            else:  # _BINARY: flushed here, encoded while sending
+                for item in items:
+                    if isinstance(item, (bytes, bytearray)):
+                        item = BytesSource(item)
+                    elif not callable(getattr(item, "open", None)):
+                        raise _RefusedError(
+                            _at(f, items, item), f"must be bytes, not {type(item).__name__}"
+                        )
+                    ap(open_)
+                    parts.append("".join(buf).encode())
+                    buf.clear()
+                    parts.append(item)
+                    ap(close)
+
+
+class _RefusedError(Exception):
+    """A value the schema would refuse; the path grows as it passes up through the writers."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
+
+
+def _at(f: XmlField, items: Any, item: object) -> str:
+    """The path step of ``item`` (worked out only when something is refused)."""
+    if not f.repeated:
+        return f"/{f.name}"
+    position = next(i for i, x in enumerate(items, 1) if x is item)
+    return f"/{f.name}[{position}]"
+
+
+def _occurs(n: int, low: int, high: int | None) -> str:
+    if n < low:
+        return f"holds {n} items, at least {low} required"
+    return f"holds {n} items, at most {high} allowed"
+
+
+_WRITERS: dict[type[Any], _Writer] = {}
+
+
+def writer(cls: type[Any]) -> _Writer:
+    """The compiled writer of a generated class (made once, then shared)."""
+    found = _WRITERS.get(cls)
+    if found is None:
+        # Two threads may both compile it; both results are equal, one of them is kept.
+        found = _WRITERS.setdefault(cls, _Writer(cls))
+    return found
 
 
 def _encode(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -194,7 +324,10 @@ def envelope(obj: Any) -> Body:
     xml: XmlType = type(obj).__xml__
     buf = [f'<{xml.name} xmlns="{namespace_of(type(obj))}">']
     parts: list[Part] = [PROLOG]
-    _write(obj, xml, buf, parts)
+    try:
+        writer(type(obj)).write(obj, buf, parts)
+    except _RefusedError as exc:
+        raise BadInputError(f"/{xml.name}{exc.path}", exc.problem) from None
     buf.append(f"</{xml.name}>")
     parts.append("".join(buf).encode() + EPILOG)
     return Body(parts)

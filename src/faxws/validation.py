@@ -461,14 +461,6 @@ def validate_or_raise(document: Document, *, max_issues: int | None = None) -> N
     default_validator().validate_or_raise(document, max_issues=max_issues)
 
 
-def check_request(skeleton: bytes, request_id: str) -> None:
-    """Raise BadInputError when a request the client wrote does not fit the schema."""
-    root, issues = _parse(skeleton)
-    if root is not None:
-        issues = default_validator()._check(root)
-    _raise_issues(issues, request_id)
-
-
 # -- the command line -----------------------------------------------------------------------
 
 

@@ -1,0 +1,275 @@
+"""The client does not parse its requests back for a schema check: whatever it sends, the
+schema accepts. These tests are the proof. Arbitrary input (any text, any number, values of
+the wrong type) goes through the public calls of both clients; each call either refuses it
+with BadInputError before anything reaches the transport, or hands the transport a body that
+``faxws.validate`` (the XSD, with lxml) finds valid, byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from faxws import (
+    AsyncFaxClient,
+    BadInputError,
+    FaxClient,
+    FaxFile,
+    FaxWSError,
+    Recipient,
+    bindings,
+)
+from faxws._wire import Body, envelope
+from faxws.validation import validate
+
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,  # the same inputs on every CI run
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+#: Characters at the edges of what XML and the checks allow, mixed into arbitrary text.
+EDGES = [
+    "&", "<", ">", "]]>", '"', "'", "\t", "\n", "\r", "\x00", "\x01", "\x1f", "\x7f", "\x85",
+    "\ud7ff", "\ud800", "\udfff", "\ue000", "\ufffd", "\ufffe", "\uffff", "\u2028", "\u2029",
+    "\U00010000", "\U0010ffff", " ", "0", "+1 555 0100", "\u0663",
+]  # fmt: skip
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.lists(st.sampled_from(EDGES), max_size=4).map("".join),
+    st.tuples(st.text(max_size=4), st.sampled_from(EDGES), st.text(max_size=4)).map("".join),
+)
+NUMBER = st.one_of(
+    st.integers(-(2**31) - 2, 2**31 + 1),
+    st.sampled_from([-(2**31), 2**31 - 1, 2**31, -(2**31) - 1, 2**63, 0, 1]),
+)
+WRONG = st.sampled_from([None, 1.5, b"x", True, ["x"], object()])
+ANY_TEXT = st.one_of(TEXT, TEXT, TEXT, WRONG)
+ANY_NUMBER = st.one_of(NUMBER, NUMBER, NUMBER, WRONG, TEXT)
+
+
+class RefusedError(Exception):
+    """The input could not even be made into a Recipient or a FaxFile."""
+
+
+def _made(make: Callable[[], Any]) -> Any:
+    try:
+        return make()
+    except BadInputError as exc:
+        raise RefusedError from exc
+
+
+@st.composite
+def recipient(draw: st.DrawFn) -> Callable[[], Any]:
+    if draw(st.booleans()):
+        number = draw(ANY_TEXT)
+        return lambda: number  # a plain string is a fax number
+    fields = [draw(ANY_TEXT) for _ in range(5)]
+    return lambda: _made(lambda: Recipient(*fields))
+
+
+@st.composite
+def fax_file(draw: st.DrawFn) -> Callable[[], Any]:
+    data = draw(st.binary(min_size=0, max_size=8))
+    file_type = draw(ANY_NUMBER)
+    index = draw(st.one_of(st.none(), ANY_NUMBER))
+    return lambda: _made(lambda: FaxFile(data, file_type, index))
+
+
+class CapturedError(FaxWSError):
+    """Raised by the stand-in transport: the body reached it (a FaxWSError, so the call
+    passes it through as it is)."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__("sent")
+        self.body = body
+
+
+def _sync_call(operation: str, payload: bytes | Any, length: int, *args: Any, **kw: Any) -> Any:
+    body = payload if isinstance(payload, bytes) else b"".join(payload)
+    assert len(body) == length
+    raise CapturedError(body)
+
+
+async def _async_call(operation: str, body: Body, *args: Any, **kw: Any) -> Any:
+    raise CapturedError(b"".join(body))
+
+
+def _outcome(face: str, call: Callable[[Any], Any]) -> bytes | None:
+    """The body the transport was handed, or None when the client refused the input."""
+    if face == "sync":
+        client: Any = FaxClient("https://fax.example.com", user_id="u", pin="1")
+        client._caller.call = _sync_call
+        run: Callable[[Any], Any] = lambda c: call(c)  # noqa: E731
+    else:
+        client = AsyncFaxClient("https://fax.example.com", user_id="u", pin="1")
+        client._caller.call = _async_call
+        run = lambda c: asyncio.run(call(c))  # noqa: E731
+    refused: BadInputError | None = None
+    try:
+        run(client)
+    except RefusedError:
+        return None
+    except BadInputError as exc:
+        refused = exc  # inside the call: it must carry the request id
+    except CapturedError as sent:
+        return sent.body
+    finally:
+        if face == "sync":
+            client.close()
+    assert refused is not None, "the call neither refused its input nor reached the transport"
+    assert refused.request_id is not None
+    return None
+
+
+FACES = pytest.mark.parametrize("face", ["sync", "async"])
+
+
+@FACES
+@SETTINGS
+@given(recipients=st.lists(recipient(), max_size=3), files=st.lists(fax_file(), max_size=3))
+def test_every_send_fax_the_client_sends_is_valid(
+    face: str, recipients: list[Callable[[], Any]], files: list[Callable[[], Any]]
+) -> None:
+    def call(client: Any) -> Any:
+        return client.send_fax([r() for r in recipients], [f() for f in files])
+
+    body = _outcome(face, call)
+    if body is not None:
+        assert validate(body) == [], body
+
+
+@FACES
+@SETTINGS
+@given(
+    user_id=ANY_TEXT,
+    pin=ANY_TEXT,
+    job_id=ANY_TEXT,
+    narrow=st.one_of(st.none(), st.tuples(ANY_NUMBER, ANY_TEXT)),
+)
+def test_every_report_request_the_client_sends_is_valid(
+    face: str, user_id: Any, pin: Any, job_id: Any, narrow: tuple[Any, Any] | None
+) -> None:
+    def call(client: Any) -> Any:
+        if narrow is None:
+            return client.get_fax_broadcast_report(job_id)
+        return client.get_fax_broadcast_report(job_id, *narrow)
+
+    def with_account(client_class: Any) -> Any:
+        try:
+            return client_class("https://fax.example.com", user_id=user_id, pin=pin)
+        except BadInputError as exc:
+            raise RefusedError from exc
+
+    # The account goes through the constructor: the same checks, then the same call.
+    def construct(client: Any) -> Any:
+        made = with_account(type(client))
+        made._caller.call = client._caller.call
+        try:
+            return call(made)
+        finally:
+            if face == "sync":
+                made.close()
+
+    body = _outcome(face, construct)
+    if body is not None:
+        assert validate(body) == [], body
+
+
+def test_the_edges_are_drawn() -> None:
+    """The property tests above reach both outcomes, and refusals for each reason: a check
+    that refused everything (or nothing) would pass them without proving anything."""
+    sent = _outcome("sync", lambda c: c.send_fax(["+1 555 0100"], [FaxFile(b"%PDF", 101)]))
+    assert sent is not None
+    assert validate(sent) == []
+    for bad in ("+1 555\x00", "+1 555\ud800", "+1 555\ufffe", "+1 555\n0100", "no digits"):
+        assert _outcome("sync", lambda c, b=bad: c.send_fax([b], [FaxFile(b"x", 101)])) is None
+
+
+# -- the writer refuses what the schema refuses, beyond the text the client checks --------------
+
+
+def _report(**overrides: Any) -> bindings.GetFaxBroadcastReport:
+    values: dict[str, Any] = {
+        "user_id": "u",
+        "str_pin": "1",
+        "job_id": "J",
+        "recipient_type": 0,
+        "recip_address": "",
+    }
+    values.update(overrides)
+    return bindings.GetFaxBroadcastReport(**values)
+
+
+def _send(**overrides: Any) -> bindings.SendFax:
+    recipient = bindings.FaxJobRecipient("+1 555 0100", "", "", "", "")
+    values: dict[str, Any] = {
+        "user_id": "u",
+        "str_pin": "1",
+        "recipients": bindings.FaxJobRecipients(item=(recipient,)),
+        "fax_job_files": bindings.FaxJobFiles(item=(bindings.FaxJobFile(1, 101, b"%PDF"),)),
+    }
+    values.update(overrides)
+    return bindings.SendFax(**values)
+
+
+INT_RANGE = "is outside -2147483648..2147483647 (xs:int)"
+ONE = bindings.FaxJobRecipient("1", "", "", "", "")
+REPORT_TYPE = "/GetFaxBroadcastReport/RecipientType"
+WRITER_REFUSALS = [
+    (_report(recipient_type="0"), REPORT_TYPE, "must be an int, not str"),
+    (_report(recipient_type=True), REPORT_TYPE, "must be an int, not bool"),
+    (_report(recipient_type=2**31), REPORT_TYPE, f"{2**31} {INT_RANGE}"),
+    (_report(recipient_type=None), REPORT_TYPE, "is required"),
+    (_report(job_id=7), "/GetFaxBroadcastReport/JobId", "must be a str, not int"),
+    (_report(user_id=None), "/GetFaxBroadcastReport/UserID", "is required"),
+    (
+        _send(recipients=bindings.FaxJobRecipients(item=())),
+        "/SendFax/Recipients/item",
+        "holds 0 items, at least 1 required",
+    ),
+    (
+        _send(recipients=bindings.FaxJobRecipients(item=[ONE, "x"])),  # type: ignore[arg-type]
+        "/SendFax/Recipients/item[2]",
+        "must be a FaxJobRecipient, not str",
+    ),
+    (
+        _send(
+            recipients=bindings.FaxJobRecipients(
+                item=(ONE, bindings.FaxJobRecipient("2", "", None, "", ""))  # type: ignore[arg-type]
+            )
+        ),
+        "/SendFax/Recipients/item[2]/RecipTitle",
+        "is required",
+    ),
+    (
+        _send(fax_job_files=bindings.FaxJobFiles(item=(bindings.FaxJobFile(1, 101, "text"),))),  # type: ignore[arg-type]
+        "/SendFax/FaxJobFiles/item[1]/FileData",
+        "must be bytes, not str",
+    ),
+    (
+        _send(fax_job_files=bindings.FaxJobFiles(item=(bindings.FaxJobFile(1, 2**40, b"x"),))),
+        "/SendFax/FaxJobFiles/item[1]/FileTypeId",
+        f"{2**40} {INT_RANGE}",
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_", "path", "problem"), WRITER_REFUSALS)
+def test_the_writer_refuses_what_the_schema_refuses(
+    request_: object, path: str, problem: str
+) -> None:
+    with pytest.raises(BadInputError) as info:
+        envelope(request_)
+    assert (info.value.field, info.value.problem) == (path, problem)
+
+
+def test_a_request_the_writer_writes_is_valid() -> None:
+    for request_ in (_report(), _send()):
+        assert validate(b"".join(envelope(request_))) == []
