@@ -77,7 +77,8 @@ def soap_payload(root: etree._Element) -> etree._Element:
     soap_ns = _ENVELOPES.get(str(root.tag))
     if soap_ns is None:
         raise ReadError(f"the response is not a SOAP envelope (root element {_name(root)})")
-    body = root.find(f"{{{soap_ns}}}Body")
+    # The first Body child (as find() would give it, without compiling a path).
+    body = next((c for c in root if c.tag == f"{{{soap_ns}}}Body"), None)
     if body is None:
         raise ReadError("the SOAP envelope has no Body")
     children = [c for c in body if isinstance(c.tag, str)]
@@ -115,45 +116,120 @@ def _name(element: etree._Element) -> str:
 
 def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
     """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
-    xml: XmlType = cls.__xml__
-    expected = f"{{{namespace_of(cls)}}}{xml.name}"
-    if payload.tag != expected:
-        raise ReadError(f"expected the element {expected}, got {_name(payload)}")
-    return _read(payload, cls, f"/{xml.name}")
+    found = reader(cls)
+    if payload.tag != found.tag:
+        raise ReadError(f"expected the element {found.tag}, got {_name(payload)}")
+    return found.read(payload, found.path)
 
 
-def _read(element: etree._Element, cls: type[Any], path: str) -> Any:
-    xml: XmlType = cls.__xml__
-    namespace = namespace_of(cls)
-    by_name: dict[str, list[etree._Element]] = {}
-    for child in element:
-        if not isinstance(child.tag, str):
-            continue
-        by_name.setdefault(str(child.tag), []).append(child)
-    values: dict[str, Any] = {}
-    for f in xml.fields:
-        found = by_name.pop(f"{{{namespace}}}{f.name}", [])
-        if len(found) < f.min_occurs:
-            raise ReadError(f"the response lacks {path}/{f.name}")
-        if f.max_occurs is not None and len(found) > f.max_occurs:
-            raise ReadError(
-                f"the response has {len(found)} {path}/{f.name}, at most {f.max_occurs}"
+class _Reader:
+    """The reader of one generated class, compiled once from its description: each field's
+    full tag, bounds and kind worked out ahead, so that reading an element is one pass over
+    its children and one over the fields (paths are spelled out only for a message)."""
+
+    __slots__ = ("_cls", "_fields", "_index", "_plain", "path", "tag")
+
+    def __init__(self, cls: type[Any]) -> None:
+        xml: XmlType = cls.__xml__
+        namespace = namespace_of(cls)
+        self._cls = cls
+        self.tag = f"{{{namespace}}}{xml.name}"
+        self.path = f"/{xml.name}"
+        self._fields = tuple(
+            (
+                f"{{{namespace}}}{f.name}",
+                f"/{f.name}",
+                f.attr,
+                f.min_occurs,
+                f.max_occurs,
+                f.repeated,
+                f.complex_type,
+                f.xsd_type,
             )
-        items = []
-        for i, child in enumerate(found, 1):
-            child_path = f"{path}/{f.name}" + (f"[{i}]" if f.repeated else "")
-            if f.complex_type is not None:
-                items.append(_read(child, f.complex_type, child_path))
+            for f in xml.fields
+        )
+        # Each field's place by its tag, and whether every field is a single scalar (then
+        # the one-pass read below applies).
+        self._index = {step[0]: i for i, step in enumerate(self._fields)}
+        self._plain = all(not f.repeated and f.complex_type is None for f in xml.fields)
+
+    def read(self, element: etree._Element, path: str) -> Any:
+        if self._plain:
+            found: list[Any] = [None] * len(self._fields)
+            index = self._index
+            for child in element.iterchildren(etree.Element):
+                i = index.get(child.tag)
+                if i is None or found[i] is not None:
+                    break  # an unknown or repeated element: read the general way
+                found[i] = child
             else:
-                items.append(_scalar(f.xsd_type, child, child_path))
-        if f.repeated:
-            values[f.attr] = tuple(items)
-        else:
-            values[f.attr] = items[0] if items else None
-    if by_name:
-        # The service may grow: unknown elements are tolerated.
-        logger.debug("ignoring unknown elements in %s: %s", path, ", ".join(sorted(by_name)))
-    return cls(**values)
+                values: dict[str, Any] = {}
+                for child, (_, step, attr, low, _, _, _, xsd_type) in zip(
+                    found, self._fields, strict=True
+                ):
+                    if child is None:
+                        if low:
+                            raise ReadError(f"the response lacks {path}{step}")
+                        values[attr] = None
+                    elif xsd_type == "string" and not len(child):
+                        values[attr] = child.text or ""  # as _scalar reads it
+                    else:
+                        values[attr] = _scalar(xsd_type, child, path + step)
+                return self._cls(**values)
+        return self._read(element, path)
+
+    def _read(self, element: etree._Element, path: str) -> Any:
+        by_name: dict[str, list[etree._Element]] = {}
+        for child in element:
+            tag = child.tag
+            if not isinstance(tag, str):
+                continue
+            same = by_name.get(tag)
+            if same is None:
+                by_name[tag] = [child]
+            else:
+                same.append(child)
+        values: dict[str, Any] = {}
+        for tag, step, attr, low, high, repeated, complex_type, xsd_type in self._fields:
+            found = by_name.pop(tag, [])
+            count = len(found)
+            if count < low:
+                raise ReadError(f"the response lacks {path}{step}")
+            if high is not None and count > high:
+                raise ReadError(f"the response has {count} {path}{step}, at most {high}")
+            if repeated:
+                if complex_type is not None:
+                    sub = reader(complex_type)
+                    values[attr] = tuple(
+                        sub.read(child, f"{path}{step}[{i}]") for i, child in enumerate(found, 1)
+                    )
+                else:
+                    values[attr] = tuple(
+                        _scalar(xsd_type, child, f"{path}{step}[{i}]")
+                        for i, child in enumerate(found, 1)
+                    )
+            elif not count:
+                values[attr] = None
+            elif complex_type is not None:
+                values[attr] = reader(complex_type).read(found[0], path + step)
+            else:
+                values[attr] = _scalar(xsd_type, found[0], path + step)
+        if by_name:
+            # The service may grow: unknown elements are tolerated.
+            logger.debug("ignoring unknown elements in %s: %s", path, ", ".join(sorted(by_name)))
+        return self._cls(**values)
+
+
+_READERS: dict[type[Any], _Reader] = {}
+
+
+def reader(cls: type[Any]) -> _Reader:
+    """The compiled reader of a generated class (made once, then shared)."""
+    found = _READERS.get(cls)
+    if found is None:
+        # Two threads may both compile it; both results are equal, one of them is kept.
+        found = _READERS.setdefault(cls, _Reader(cls))
+    return found
 
 
 def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:

@@ -21,7 +21,7 @@ from faxws._soap import SOAP11_NS
 from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, XmlField, XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
 
-__all__ = ["Body", "OpenBody", "envelope", "fault_envelope", "payload_envelope"]
+__all__ = ["Body", "OpenBody", "document", "envelope", "fault_envelope", "payload_envelope"]
 
 
 PROLOG = (
@@ -60,10 +60,13 @@ class _Writer:
     type, an int out of range), naming the element, before anything is sent.
     """
 
-    __slots__ = ("_get", "_steps")
+    __slots__ = ("_get", "_steps", "end", "start")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
+        # The element's own tags when it is the payload, its namespace the default one.
+        self.start = f'<{xml.name} xmlns="{namespace_of(cls)}">'
+        self.end = f"</{xml.name}>"
         attrs = [f.attr for f in xml.fields]
         getter = operator.attrgetter(*attrs) if attrs else (lambda _obj: ())
         self._get: Any = getter if len(attrs) != 1 else (lambda obj, a=attrs[0]: (getattr(obj, a),))
@@ -321,16 +324,32 @@ class OpenBody:
 
 def envelope(obj: Any) -> Body:
     """The whole request document for a generated request element ``obj``."""
-    xml: XmlType = type(obj).__xml__
-    buf = [f'<{xml.name} xmlns="{namespace_of(type(obj))}">']
+    return Body(_parts(obj))
+
+
+def document(obj: Any) -> bytes:
+    """The whole document for a generated element ``obj`` that holds no document content
+    (an answer), as :func:`envelope` writes it: its bytes at once."""
+    parts = _parts(obj)
+    payload = parts[-1]
+    if len(parts) != 2 or not isinstance(payload, bytes):
+        raise ValueError(f"{type(obj).__name__} holds documents: write it with envelope()")
+    return PROLOG + payload
+
+
+def _parts(obj: Any) -> list[Part]:
+    cls = type(obj)
+    xml: XmlType = cls.__xml__
+    found = writer(cls)
+    buf = [found.start]
     parts: list[Part] = [PROLOG]
     try:
-        writer(type(obj)).write(obj, buf, parts)
+        found.write(obj, buf, parts)
     except _RefusedError as exc:
         raise BadInputError(f"/{xml.name}{exc.path}", exc.problem) from None
-    buf.append(f"</{xml.name}>")
+    buf.append(found.end)
     parts.append("".join(buf).encode() + EPILOG)
-    return Body(parts)
+    return parts
 
 
 def payload_envelope(payload: etree._Element) -> bytes:
