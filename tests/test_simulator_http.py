@@ -409,3 +409,16 @@ def test_a_report_request_is_read_as_it_is_sent() -> None:
     assert reader_.envelope.payload is not None
     sent = read_payload(reader_.envelope.payload, OPERATIONS["GetFaxBroadcastReport"].input)
     assert sent == GetFaxBroadcastReport(DEMO_USER_ID, DEMO_PIN, "J1", 0, "")
+
+
+def test_only_answers_without_lists_are_written_once_per_value() -> None:
+    assert _http._FIXED_SHAPES == {GetFaxBroadcastReportResponse}
+    answers = [
+        GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, "")),
+        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(-5019, "Invalid Job ID")),
+        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(7, "x & <y>")),
+    ]
+    for answer in answers * 2:
+        assert _http._fixed(answer) == document(answer)
+    equal = GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
+    assert _http._fixed(equal) is _http._fixed(answers[0])  # one value, written once

@@ -157,9 +157,11 @@ class _Reader:
         if self._plain:
             found: list[Any] = [None] * len(self._fields)
             index = self._index
-            for child in element.iterchildren(etree.Element):
+            for child in element:
                 i = index.get(child.tag)
                 if i is None or found[i] is not None:
+                    if not isinstance(child.tag, str):
+                        continue  # an entity reference or the like, as the general way skips
                     break  # an unknown or repeated element: read the general way
                 found[i] = child
             else:

@@ -275,29 +275,47 @@ class Envelope:
     elements (Envelope, Header, Body), the Header when it is the first element, the first
     Body, that Body's first element (the payload) and how many elements the Body holds."""
 
-    __slots__ = ("body", "count", "header", "payload", "prefixes", "root")
+    __slots__ = ("body", "count", "elements", "header", "payload", "prefixed", "prefixes", "root")
 
     def __init__(self, root: etree._Element) -> None:
         self.root = root
-        self.prefixes = {root.prefix}
-        self.header: etree._Element | None = None
-        self.body: etree._Element | None = None
-        self.payload: etree._Element | None = None
-        self.count = 0
+        prefixes: set[str | None] = {root.prefix}
+        header = body = payload = None
+        count = 0
         first = True
-        for child in root.iterchildren(etree.Element):
+        for child in root:
             tag = child.tag
+            if not isinstance(tag, str):
+                continue  # an entity reference or the like
             if tag in _PARTS:
-                self.prefixes.add(child.prefix)
+                prefixes.add(child.prefix)
+                if body is None and tag == BODY:
+                    body = child
             if first:
-                self.header, first = child if tag == _HEADER else None, False
-            if self.body is None and tag == BODY:
-                self.body = child
-        if self.body is not None:
-            for element in self.body.iterchildren(etree.Element):
-                if self.payload is None:
-                    self.payload = element
-                self.count += 1
+                first = False
+                if tag == _HEADER:
+                    header = child
+        if body is not None:
+            for element in body:
+                if isinstance(element.tag, str):
+                    count += 1
+                    if payload is None:
+                        payload = element
+        # The payload's elements, kept while the request is served (their Python objects
+        # are made once, not again by each reader), and the first with a prefix.
+        self.elements: list[etree._Element] = []
+        self.prefixed: etree._Element | None = None
+        if payload is not None:
+            self.elements = list(payload.iter(etree.Element))
+            for element in self.elements:
+                if element.prefix is not None:
+                    self.prefixed = element
+                    break
+        self.prefixes = prefixes
+        self.header: etree._Element | None = header
+        self.body: etree._Element | None = body
+        self.payload: etree._Element | None = payload
+        self.count = count
 
 
 def envelope_of(root: etree._Element | None) -> Envelope | None:
@@ -530,14 +548,12 @@ def deviations(
         found.append("the envelope has no soap:Header; the contract requires an empty one")
     elif len(header) or (header.text or "").strip():
         found.append("the soap:Header is not empty; the contract requires an empty one")
-    if parts.payload is not None:
-        for element in parts.payload.iter(etree.Element):
-            if element.prefix is not None:
-                found.append(
-                    f"{etree.QName(element).localname} has the prefix {element.prefix}; the "
-                    f"contract puts {NAMESPACE} in the default namespace"
-                )
-                break
+    prefixed = parts.prefixed
+    if prefixed is not None:
+        found.append(
+            f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
+            f"contract puts {NAMESPACE} in the default namespace"
+        )
     return tuple(found)
 
 
