@@ -412,7 +412,7 @@ def test_a_report_request_is_read_as_it_is_sent() -> None:
 
 
 def test_only_answers_without_lists_are_written_once_per_value() -> None:
-    assert _http._FIXED_SHAPES == {GetFaxBroadcastReportResponse}
+    assert {GetFaxBroadcastReportResponse} == _http._FIXED_SHAPES
     answers = [
         GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, "")),
         GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(-5019, "Invalid Job ID")),
