@@ -345,6 +345,12 @@ def test_a_record_made_at_arrival_equals_the_constructors() -> None:
         b"<UserID>u</UserID><strPIN>p</strPIN><RecipientType>1</RecipientType><RecipAddress/>",
         b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>x</RecipientType>"
         b"<RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>2147483648</RecipientType><RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>-2147483648</RecipientType><RecipAddress>a &amp; b</RecipAddress>",
+        b"<UserID/><strPIN></strPIN><JobId>j</JobId><RecipientType>+1_0</RecipientType>"
+        b"<RecipAddress><!-- c --></RecipAddress>",
     ],
 )
 def test_the_one_pass_reader_reads_as_the_general_one(payload: bytes) -> None:
