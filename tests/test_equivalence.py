@@ -273,3 +273,113 @@ def test_the_writer_refuses_what_the_schema_refuses(
 def test_a_request_the_writer_writes_is_valid() -> None:
     for request_ in (_report(), _send()):
         assert validate(b"".join(envelope(request_))) == []
+
+
+def test_the_clients_tuple_forms_follow_the_bindings_order() -> None:
+    """The client writes recipients and files as tuples of values: their order must be the
+    order of the bindings' fields, or values would land in the wrong elements."""
+    from faxws import client
+
+    fields = [f.attr for f in bindings.FaxJobRecipient.__xml__.fields]
+    recipient = Recipient("+1 555 0100", "Company", "Title", "Name", "CSID")
+    by_field = dict(zip(fields, client._RECIPIENT_VALUES(recipient), strict=True))
+    assert by_field == {
+        "recip_fax_number": "+1 555 0100",
+        "recip_company": "Company",
+        "recip_title": "Title",
+        "recip_name": "Name",
+        "recip_secure_csid": "CSID",
+    }
+    (row,) = client._files([FaxFile(b"%PDF", 101, index=7)])
+    files = dict(zip([f.attr for f in bindings.FaxJobFile.__xml__.fields], row, strict=True))
+    assert (files["file_index"], files["file_type_id"]) == (7, 101)
+
+
+# -- answers the schema finds valid are read by a shorter path: the same values ----------------
+
+XML_TEXT = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00\ufffe\uffff"),
+    max_size=8,
+).filter(lambda t: not any(ord(c) < 0x20 and c not in "\t\n\r" for c in t))
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@st.composite
+def valid_answer(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A valid FaxSendResponse or GetFaxBroadcastReportResponse, with any prefixes, white
+    space and values the schema allows."""
+    p = draw(st.sampled_from(["", "f:", "ns1:"]))
+    ns = f' xmlns{":" + p[:-1] if p else ""}="urn:FaxWS"'
+    ws = draw(st.sampled_from(["", " ", "\n  "]))
+
+    def el(name: str, text: str) -> str:
+        return (
+            f"<{p}{name}/>"
+            if text == "" and draw(st.booleans())
+            else (f"<{p}{name}>{text}</{p}{name}>")
+        )
+
+    flag = draw(st.sampled_from(["true", "false", "1", "0", " true ", "\n0\n"]))
+    code = str(draw(st.integers(-(2**31), 2**31 - 1)))
+    error = (
+        f"<{p}WSError>{ws}{el('ErrorCode', f' {code} ')}{ws}"
+        f"{el('ErrorString', _esc(draw(XML_TEXT)))}{ws}</{p}WSError>"
+    )
+    if draw(st.booleans()):
+        ids = "".join(
+            f"<{p}item>{ws}{el('JobId', _esc(j))}{ws}</{p}item>{ws}"
+            for j in draw(st.lists(XML_TEXT, max_size=5))
+        )
+        ttfp = draw(st.integers(-(2**63), 2**63 - 1))
+        body = (
+            f"<{p}FaxSendResponse{ns}>{ws}{el('return', flag)}{ws}<{p}FaxJobIds>{ws}{ids}"
+            f"</{p}FaxJobIds>{ws}{el('TTFP', f'{ws}{ttfp}{ws}')}{ws}{error}{ws}"
+            f"</{p}FaxSendResponse>"
+        )
+        operation = "SendFax"
+    else:
+        body = (
+            f"<{p}GetFaxBroadcastReportResponse{ns}>{ws}{el('return', flag)}{ws}{error}{ws}"
+            f"</{p}GetFaxBroadcastReportResponse>"
+        )
+        operation = "GetFaxBroadcastReport"
+    envelope_ = (
+        '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap='
+        f'"http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>{body}</soap:Body>'
+        "</soap:Envelope>"
+    )
+    return envelope_.encode(), operation
+
+
+@SETTINGS
+@given(answer=valid_answer())
+def test_a_valid_answer_reads_the_same_by_either_path(answer: tuple[bytes, str]) -> None:
+    from faxws._reader import _reader, parse_document, soap_payload
+
+    data, operation = answer
+    payload = soap_payload(parse_document(data))
+    reader = _reader(bindings.OPERATIONS[operation].output)
+    assert validate(data) == []
+    assert reader.trusts(payload)
+    assert reader.trusted(payload) == reader.read(payload, [])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b"<TTFP>30</TTFP>", b"<TTFP>30</TTFP><Extra/>"),  # unknown element: general path
+        (b"<JobId>J1</JobId>", b"<JobId>J1</JobId><JobId>J2</JobId>"),  # too many
+        (b"<TTFP>30</TTFP>", b"<TTFP>x</TTFP>"),  # not a long
+    ],
+)
+def test_an_answer_the_schema_refuses_takes_the_general_path(edit: tuple[bytes, bytes]) -> None:
+    from conftest import send_response
+    from faxws._reader import _reader, parse_document, soap_payload
+
+    data = send_response(["J1"], ttfp=30).replace(b"f:", b"").replace(b"xmlns:f=", b"xmlns=")
+    assert edit[0] in data
+    payload = soap_payload(parse_document(data.replace(*edit)))
+    assert not _reader(bindings.FaxSendResponse).trusts(payload)

@@ -4,12 +4,14 @@ and for asyncio (:class:`AsyncFaxClient`), sharing everything but the exchange i
 from __future__ import annotations
 
 import contextlib
+import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
+from faxws._content import Source
 from faxws._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
@@ -21,15 +23,13 @@ from faxws._log import logger
 from faxws._reader import interpret
 from faxws._soap import PATH
 from faxws._sync import SyncCaller
-from faxws._wire import Body, envelope
+from faxws._wire import Body, as_values, envelope
 from faxws._xsd import Operation
 from faxws.auth import Credentials, Token, credentials_from
 from faxws.bindings import (
     GET_FAX_BROADCAST_REPORT,
     SEND_FAX,
-    FaxJobFile,
     FaxJobFiles,
-    FaxJobRecipient,
     FaxJobRecipients,
     FaxSendResponse,
     GetFaxBroadcastReport,
@@ -131,11 +131,13 @@ class _ClientBase:
     def _send_fax_request(
         self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
     ) -> SendFax:
+        # Recipients and files in the writer's tuple form: no object made for each of a
+        # thousand recipients (the values were checked as the models were made).
         return SendFax(
             user_id=self._user_id,
             str_pin=self._auth.pin(),
-            recipients=FaxJobRecipients(item=_recipients(recipients)),
-            fax_job_files=FaxJobFiles(item=_files(files)),
+            recipients=as_values(FaxJobRecipients, (_recipients(recipients),)),
+            fax_job_files=as_values(FaxJobFiles, (_files(files),)),
         )
 
     def _report_request(
@@ -177,16 +179,17 @@ class _ClientBase:
         return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
 
     def _send_fax_result(
-        self, rid: str, request: SendFax, response: FaxSendResponse, raw: RawResponse
+        self, rid: str, sent: int, response: FaxSendResponse, raw: RawResponse
     ) -> SendFaxResult:
+        """``sent``: how many recipients the request named."""
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
-        if len(job_ids) != len(request.recipients.item):
+        if len(job_ids) != sent:
             # Not an error: the job was accepted, and raising would invite a second send.
             logger.warning(
                 "SendFax request_id=%s: %d job ids for %d recipients",
                 rid,
                 len(job_ids),
-                len(request.recipients.item),
+                sent,
             )
         return SendFaxResult(
             job_ids=job_ids,
@@ -308,7 +311,7 @@ class FaxClient(_ClientBase):
         with _call_boundary(rid):
             request = self._send_fax_request(recipients, files)
             response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, request, response, raw)
+            return self._send_fax_result(rid, len(recipients), response, raw)
 
     def get_fax_broadcast_report(
         self,
@@ -439,7 +442,7 @@ class AsyncFaxClient(_ClientBase):
         with _call_boundary(rid):
             request = self._send_fax_request(recipients, files)
             response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, request, response, raw)
+            return self._send_fax_result(rid, len(recipients), response, raw)
 
     async def get_fax_broadcast_report(
         self,
@@ -497,32 +500,34 @@ def _call_boundary(rid: str) -> Iterator[None]:
         ) from exc
 
 
-def _recipients(recipients: Sequence[Recipient | str]) -> tuple[FaxJobRecipient, ...]:
+#: A Recipient's fields in the order of FaxJobRecipient's elements: the writer's tuple form of
+#: it (tests/test_equivalence.py checks the two orders agree).
+_RECIPIENT_VALUES = operator.attrgetter("fax_number", "company", "title", "name", "secure_csid")
+
+RecipientValues = tuple[str, str, str, str, str]
+
+
+def _recipients(recipients: Sequence[Recipient | str]) -> tuple[RecipientValues, ...]:
     if isinstance(recipients, (str, bytes, Recipient)) or not isinstance(recipients, Sequence):
         raise BadInputError("recipients", "must be a list of Recipient")
     if not recipients:
         raise BadInputError("recipients", "must hold at least one recipient")
-    out = []
+    out: list[RecipientValues] = []
     for i, r in enumerate(recipients):
-        try:
-            recipient = Recipient(r) if isinstance(r, str) else r
-        except BadInputError as exc:
-            raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
-        if not isinstance(recipient, Recipient):
-            raise BadInputError(f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}")
-        out.append(
-            FaxJobRecipient(
-                recip_fax_number=recipient.fax_number,
-                recip_company=recipient.company,
-                recip_title=recipient.title,
-                recip_name=recipient.name,
-                recip_secure_csid=recipient.secure_csid,
-            )
-        )
+        if not isinstance(r, Recipient):
+            if not isinstance(r, str):
+                raise BadInputError(
+                    f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}"
+                )
+            try:
+                r = Recipient(r)  # checks the number as a Recipient's own
+            except BadInputError as exc:
+                raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
+        out.append(_RECIPIENT_VALUES(r))
     return tuple(out)
 
 
-def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
+def _files(files: Sequence[FaxFile]) -> tuple[tuple[int, int, Source], ...]:
     if isinstance(files, (str, bytes, FaxFile)) or not isinstance(files, Sequence):
         raise BadInputError("files", "must be a list of FaxFile")
     if not files:
@@ -538,7 +543,7 @@ def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
                 f"files[{i}].index", f"{index} is also the index of files[{owner[index]}]"
             )
         owner[index] = i
-        out.append(FaxJobFile(file_index=index, file_type_id=f.file_type, file_data=f.content))
+        out.append((index, f.file_type, f.content))  # FaxJobFile's order
     return tuple(out)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import enum
 import io
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from faxws._checks import check_int, check_text
+from faxws._checks import all_clean, check_int, check_text
 from faxws._content import (
     BusyError,
     BytesSource,
@@ -106,6 +107,9 @@ def file_type_from_name(name: str) -> int:
         raise BadInputError("file_type", f"unknown file type {name!r}; known: {known}") from None
 
 
+_ASCII_DIGIT = re.compile("[0-9]")
+
+
 @dataclass(frozen=True, slots=True)
 class Recipient:
     """One recipient of a fax. All five elements are always sent, empty when not given."""
@@ -117,9 +121,14 @@ class Recipient:
     secure_csid: str = ""
 
     def __post_init__(self) -> None:
-        check_text("fax_number", self.fax_number, required=True)
-        if not any(c.isdigit() for c in self.fax_number):
-            raise BadInputError("fax_number", f"{self.fax_number!r} has no digits")
+        number = self.fax_number
+        if all_clean(number, self.company, self.title, self.name, self.secure_csid) and (
+            _ASCII_DIGIT.search(number) is not None
+        ):
+            return  # the common case, in two searches; anything else is told apart below
+        check_text("fax_number", number, required=True)
+        if not any(c.isdigit() for c in number):
+            raise BadInputError("fax_number", f"{number!r} has no digits")
         for name in ("company", "title", "name", "secure_csid"):
             check_text(name, getattr(self, name))
 
