@@ -184,8 +184,10 @@ def floor_session(connections: int = 1) -> Any:
 
 
 def prepared(url: str, body: bytes | StreamedBody) -> Any:
-    """The request prepared once: URL, headers and body; ``Session.send`` only sends it (no
-    per-call merging of session settings, cookies and hooks, which faxws skips too)."""
+    """The request prepared once (URL, headers, body), as its body was built once: what is
+    left per call is what no client avoids, sending it and reading the answer. ``Session.send``
+    skips ``Session.post``'s per-call merging of session settings, cookies and hooks, which
+    faxws skips too. (Sending never changes a prepared request, so threads may share one.)"""
     import requests
 
     return requests.Request("POST", f"{url}/fax/v5", data=body, headers=HEADERS).prepare()
