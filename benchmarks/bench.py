@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import async_bench  # benchmarks/: the async client's figures
+import recipients_bench  # benchmarks/: the cost per recipient
 
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
@@ -746,6 +747,7 @@ def main() -> int:
         rates = throughput(url, rate_calls, rounds)
         tokens = token_throughput(url, rate_calls, rounds)
         async_figures = async_bench.measure(url, size, smoke=args.smoke)
+    recipients = recipients_bench.measure(smoke=args.smoke)
     boot = startup(boot_rounds)
     build = construction(rounds)
     checked = many_issues(issues, rounds)
@@ -797,6 +799,7 @@ def main() -> int:
         )
     )
     rows += [Row(**r) for r in async_bench.rows(async_figures)]
+    rows += [Row(**r) for r in recipients_bench.rows(recipients)]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -818,6 +821,7 @@ def main() -> int:
                     "startup": boot,
                     "construction": build,
                     "async": async_figures,
+                    "recipients": recipients,
                     "rows": [asdict(r) for r in rows],
                 },
                 indent=2,

@@ -84,7 +84,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
     rows = figures["rows"]
-    assert len(rows) == 17
+    assert len(rows) == 20
     # Every row has the same shape, a ratio within its rounds' range, and is printed with
     # "NO" exactly when its target did not hold.
     printed = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
@@ -100,6 +100,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert len(peers) == 8
     assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in rows) == 2
     assert sum("AsyncFaxClient" in row["figure"] for row in rows) == 4
+    assert sum("recipient" in row["figure"] for row in rows) == 3
     assert sum(row["baseline"].startswith("python -c pass") for row in rows) == 3
 
     # At least three rounds of every figure: min, median and max.
@@ -116,6 +117,11 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
         **{f"large {way}": figures["large"][way] for way in ("faxws", "floor", "zeep")},
         **{f"async {name}": values for name, values in figures["async"]["rates"].items()},
         **{f"async large {way}": figures["async"]["large"][way] for way in ("faxws", "floor")},
+        **{
+            f"recipients {size} {way}": values
+            for size, ways in figures["recipients"]["sizes"].items()
+            for way, values in ways.items()
+        },
     }
     assert {name: len(values) for name, values in per_round.items()} == dict.fromkeys(
         per_round, rounds
