@@ -45,6 +45,7 @@ except SystemExit:
 def test_cli_start_up_does_not_import_zeep(args: list[str]) -> None:
     loaded = modules_after(CLI.format(args=args))
     assert "zeep" not in loaded
+    assert "asyncio" not in loaded  # only the async client needs it
     if args != ["validate", str(SMALL)]:
         assert "requests" not in loaded
 
