@@ -7,6 +7,7 @@ with BadInputError before anything reaches the transport, or hands the transport
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import send_response
 from faxws import (
     AsyncFaxClient,
     BadInputError,
@@ -383,3 +385,140 @@ def test_an_answer_the_schema_refuses_takes_the_general_path(edit: tuple[bytes, 
     assert edit[0] in data
     payload = soap_payload(parse_document(data.replace(*edit)))
     assert not _reader(bindings.FaxSendResponse).trusts(payload)
+
+
+# -- found by attacking the above: each a case of its class --------------------------------------
+
+
+class _Adds(str):
+    """Like markupsafe.Markup: its own + escapes the other side."""
+
+    def __add__(self, other: object) -> str:
+        return str.__add__(self, str(other).replace("<", "&lt;"))
+
+    def __radd__(self, other: object) -> str:
+        return str(other).replace("<", "&lt;") + str(self)
+
+
+class _Falsy(str):
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _Named(str):
+    def __str__(self) -> str:
+        return "something else"
+
+    def __format__(self, spec: str) -> str:
+        return "something else"
+
+
+class _Member(str, enum.Enum):
+    MAIN = "ACME"
+
+
+@pytest.mark.parametrize("kind", [_Adds, _Falsy, _Named, lambda text: _Member(text)])
+@FACES
+def test_a_str_subclass_is_sent_as_its_text(face: str, kind: Callable[[str], str]) -> None:
+    """Whatever a str subclass does with +, bool(), len(), str() or format(), the bytes sent
+    are those of its text, as for a plain str."""
+
+    def call(company: str) -> Callable[[Any], Any]:
+        recipient = Recipient("+1 555 0100", company=company, name="Bob")
+        return lambda c: c.send_fax([recipient, "+1 555 0101"], [FaxFile(b"%PDF", 101)])
+
+    plain = _outcome(face, call("ACME"))
+    assert plain is not None
+    assert _outcome(face, call(kind("ACME"))) == plain
+
+
+def test_a_recipient_subclass_cannot_skip_the_checks() -> None:
+    class Lenient(Recipient):
+        def __post_init__(self) -> None:
+            pass
+
+    for recipient, field, problem in [
+        (Lenient("+1 555 0100", name="Dr.\x0cNo"), "recipients[0].name", "contains U+000C"),
+        (Lenient("---"), "recipients[0].fax_number", "'---' has no digits"),
+        (Lenient("+1 555 0100", title=7), "recipients[0].title", "must be a str, not int"),  # type: ignore[arg-type]
+    ]:
+        client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+        client._caller.call = _sync_call
+        with pytest.raises(BadInputError) as info:
+            client.send_fax([recipient], [FaxFile(b"%PDF", 101)])
+        client.close()
+        assert info.value.field == field
+        assert info.value.problem.startswith(problem)
+
+
+def test_the_job_id_count_is_that_of_the_request_sent(caplog: pytest.LogCaptureFixture) -> None:
+    """A sequence whose length changes after the request was built (another thread editing
+    the caller's list) does not make a right answer look wrong."""
+    from faxws._http import RawResponse
+
+    class Growing(list[str]):
+        def __len__(self) -> int:
+            return super().__len__() + (1 if getattr(self, "built", False) else 0)
+
+    numbers = Growing(["+1 555 0100", "+1 555 0101"])
+    client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+
+    def answer(*args: Any, **kw: Any) -> RawResponse:
+        numbers.built = True  # type: ignore[attr-defined]
+        return RawResponse(200, {}, send_response(["J1", "J2"]), 0.0)
+
+    client._caller.call = answer
+    caplog.set_level("WARNING", logger="faxws")
+    assert client.send_fax(numbers, [FaxFile(b"%PDF", 101)]).job_ids == ("J1", "J2")
+    assert not [r for r in caplog.records if "job ids for" in r.getMessage()]
+
+
+@pytest.mark.parametrize("padding", [0, 3000])
+def test_an_integer_of_many_leading_zeros_is_read_alike_by_both_paths(padding: int) -> None:
+    """The general reader refuses integers of more than 25 characters; the path for valid
+    answers of 2 KiB or more does too, so the answer's size decides nothing."""
+    from faxws import ProtocolError
+    from faxws._reader import interpret
+
+    data = send_response(["J1"], ttfp=45).replace(b">45<", b">" + b"0" * 30 + b"45<")
+    data = data.replace(b"</f:FaxSendResponse>", b"</f:FaxSendResponse>" + b" " * padding)
+    assert len(data) >= 2048 or padding == 0
+    with pytest.raises(ProtocolError) as info:
+        interpret(bindings.SEND_FAX, 200, data, "rid", str)
+    assert info.value.message == "/FaxSendResponse/TTFP is not an integer: '" + "0" * 30 + "45'"
+
+
+def test_an_empty_type_is_written_as_before() -> None:
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from faxws._xsd import XmlField, XmlType
+
+    @dataclass(frozen=True)
+    class Empty:
+        __xml__: ClassVar[XmlType] = XmlType("Empty", ())
+
+    @dataclass(frozen=True)
+    class Holder:
+        item: tuple[Empty, ...]
+        __xml__: ClassVar[XmlType] = XmlType(
+            "Holder", (XmlField("item", "item", "", Empty, 0, None),)
+        )
+
+    body = b"".join(envelope(Holder((Empty(), Empty()))))
+    assert b'<Holder xmlns="urn:FaxWS"><item></item><item></item></Holder>' in body
+
+
+def test_a_lone_surrogate_past_the_checks_is_refused_with_nothing_chained() -> None:
+    request = bindings.GetFaxBroadcastReport("u", "SECRET-PIN", "J\ud800", 0, "")
+    with pytest.raises(BadInputError) as info:
+        envelope(request)
+    assert (info.value.field, info.value.problem) == (
+        "/GetFaxBroadcastReport",
+        "contains U+D800, which XML cannot carry",
+    )
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None

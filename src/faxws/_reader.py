@@ -295,6 +295,8 @@ def _valid_scalar(xsd_type: str, text: str | None) -> Any:
     if xsd_type == "boolean":
         return token in ("true", "1")
     if xsd_type in ("int", "long"):
+        if len(token) > 25:
+            raise ValueError(token)  # the general reader's limit: it tells what is wrong
         return int(token)
     return base64.b64decode("".join(token.split()), validate=True)  # base64Binary
 
@@ -308,7 +310,9 @@ def _bulk_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
         return None
     item = fields[0].complex_type
     parts = item.__xml__.fields
-    if not all(f.max_occurs == f.min_occurs == 1 and f.complex_type is None for f in parts):
+    if not parts or not all(
+        f.max_occurs == f.min_occurs == 1 and f.complex_type is None for f in parts
+    ):
         return None
     tags = [f"{{{namespace_of(item)}}}{f.name}" for f in parts]
     types = [f.xsd_type for f in parts]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import operator
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
@@ -96,12 +97,15 @@ class _Writer:
             for f in xml.fields
         )
         # A type of single required strings (a recipient) is written by a shorter loop.
-        text_only = all(
-            f.xsd_type == "string" and f.complex_type is None and f.min_occurs == f.max_occurs == 1
+        text_only = bool(xml.fields) and all(
+            f.xsd_type == "string"
+            and f.complex_type is None
+            and f.min_occurs == f.max_occurs == 1
+            and _PLAIN_NAME.fullmatch(f.name) is not None
             for f in xml.fields
         )
         self._text_tags = tuple(step[:3] for step in self._steps) if text_only else None
-        self._texts: dict[str, Callable[[list[tuple[str, ...]]], str]] = {}
+        self._texts: dict[str, Callable[[list[tuple[str, ...]]], str | None]] = {}
 
     def values(self, item: Any) -> tuple[Any, ...]:
         """The field values of an instance, or of a tuple of them; anything else is refused."""
@@ -120,8 +124,9 @@ class _Writer:
     def _write_texts(self, items: Any, open_: str, close: str, ap: Callable[[str], None]) -> bool:
         """Write ``items`` of a type of single strings, each wrapped in ``open_``/``close``,
         with a function made for the type (as dataclasses make ``__init__``). False, having
-        written nothing, when one of them needs the general path, to refuse it with its
-        place."""
+        written nothing, when one of them needs the general path: to refuse it with its
+        place, or to write a str subclass as its text (its own ``+``, ``__str__`` or
+        ``__bool__`` must not decide what is sent)."""
         cls, get = self._cls, self._get
         rows = []
         for item in items:
@@ -132,8 +137,7 @@ class _Writer:
             else:
                 return False
         try:
-            # str.join refuses anything but str: the type check of every value at once.
-            flat = "".join(chain.from_iterable(rows))
+            flat = "".join(chain.from_iterable(rows))  # for the escape check below
         except TypeError:
             return False
         if "&" in flat or "<" in flat or ">" in flat:
@@ -142,9 +146,12 @@ class _Writer:
         if write is None:
             write = self._texts.setdefault(open_, _texts_writer(self._text_tags, open_, close))
         try:
-            ap(write(rows))
+            text = write(rows)
         except ValueError:  # a tuple of the wrong length
             return False
+        if text is None:  # a value that is not exactly a str
+            return False
+        ap(text)
         return True
 
     def write(self, values: tuple[Any, ...], buf: list[str], parts: list[Part]) -> None:
@@ -184,7 +191,11 @@ class _Writer:
                     ap(f"{open_}{item}{close}")
             elif kind == _COMPLEX:
                 sub = writer(complex_type)  # type: ignore[arg-type]
-                if sub._text_tags is not None and sub._write_texts(items, open_, close, ap):
+                if (
+                    sub._text_tags is not None
+                    and _PLAIN_NAME.fullmatch(f.name) is not None
+                    and sub._write_texts(items, open_, close, ap)
+                ):
                     continue
                 for item in items:
                     ap(open_)
@@ -231,24 +242,39 @@ class _Writer:
                     ap(close)
 
 
+#: Element names the made writers take as they are (any XML name from a WSDL elsewhere).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
 def _texts_writer(
     tags: tuple[tuple[str, str, str], ...] | None, open_: str, close: str
-) -> Callable[[list[tuple[str, ...]]], str]:
+) -> Callable[[list[tuple[str, ...]]], str | None]:
     """A function writing rows of string values (escaped, in field order) as elements
-    ``open_ ... close`` with the children ``tags`` (open, close, empty): one expression per
-    row, compiled from the tags. Values are joined with ``+``, so a str subclass is written
-    as its str content, as the general path writes it."""
-    assert tags is not None
+    ``open_ ... close`` with the children ``tags`` (open, close, empty): one f-string per
+    row, made from the tags (plain names only, see _PLAIN_NAME). It returns None, having
+    written nothing, at the first value that is not exactly a str."""
+    plain = [tag[1:-1] for tag, _, _ in tags or ()] + [open_[1:-1], close[2:-1]]
+    if tags is None or not all(_PLAIN_NAME.fullmatch(name) for name in plain):
+        raise ValueError("only plain element names go into a made writer")  # never reached
     names = [f"v{i}" for i in range(len(tags))]
-    parts = [repr(open_)]
-    for (tag, end, empty), name in zip(tags, names, strict=True):
-        parts.append(f"({tag!r} + {name} + {end!r} if {name} else {empty!r})")
-    parts.append(repr(close))
-    unpack = ", ".join(names) + ("," if len(names) == 1 else "")
-    source = f"def write(rows):\n    return ''.join([{' + '.join(parts)} for {unpack} in rows])\n"
+    fields = "".join(
+        f"{{f'{tag}{{{name}}}{end}' if {name} else '{empty}'}}"
+        for (tag, end, empty), name in zip(tags, names, strict=True)
+    )
+    exact = " or ".join(f"{name}.__class__ is not str" for name in names)
+    source = (
+        "def write(rows):\n"
+        "    out = []\n"
+        "    put = out.append\n"
+        f"    for {', '.join(names)}, in rows:\n"
+        f"        if {exact}:\n"
+        "            return None\n"
+        f'        put(f"{open_}{fields}{close}")\n'
+        "    return ''.join(out)\n"
+    )
     scope: dict[str, Any] = {}
-    exec(source, scope)  # noqa: S102 (the source is made above from XML names and repr())
-    write: Callable[[list[tuple[str, ...]]], str] = scope["write"]
+    exec(source, scope)  # noqa: S102 (made above from plain XML names only)
+    write: Callable[[list[tuple[str, ...]]], str | None] = scope["write"]
     return write
 
 
@@ -424,13 +450,21 @@ def envelope_of(cls: type[Any], obj: Any) -> Body:
     xml: XmlType = cls.__xml__
     buf = [f'<{xml.name} xmlns="{namespace_of(cls)}">']
     parts: list[Part] = [PROLOG]
+    refused: BadInputError | None = None
     try:
         top = writer(cls)
         top.write(top.values(obj), buf, parts)
+        buf.append(f"</{xml.name}>")
+        parts.append("".join(buf).encode() + EPILOG)
     except _RefusedError as exc:
-        raise BadInputError(f"/{xml.name}{exc.path}", exc.problem) from None
-    buf.append(f"</{xml.name}>")
-    parts.append("".join(buf).encode() + EPILOG)
+        refused = BadInputError(f"/{xml.name}{exc.path}", exc.problem)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate the checks on the way in should have refused; the error itself
+        # holds the whole text written so far (secrets too), so it goes no further.
+        char = f"U+{ord(exc.object[exc.start]):04X}"
+        refused = BadInputError(f"/{xml.name}", f"contains {char}, which XML cannot carry")
+    if refused is not None:
+        raise refused  # outside the handler: nothing chained to it
     return Body(parts)
 
 

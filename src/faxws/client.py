@@ -7,6 +7,7 @@ import contextlib
 import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -39,7 +40,13 @@ from faxws.errors import (
     BadInputError,
     FaxWSError,
 )
-from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
+from faxws.models import (
+    BroadcastReportResult,
+    FaxFile,
+    Recipient,
+    SendFaxResult,
+    check_recipient,
+)
 
 __all__ = ["AsyncFaxClient", "FaxClient"]
 
@@ -130,15 +137,18 @@ class _ClientBase:
 
     def _send_fax_request(
         self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
-    ) -> SendFax:
+    ) -> tuple[SendFax, int]:
+        """The request, and how many recipients it names."""
         # Recipients and files in the writer's tuple form: no object made for each of a
         # thousand recipients (the values were checked as the models were made).
-        return SendFax(
+        rows = _recipients(recipients)
+        request = SendFax(
             user_id=self._user_id,
             str_pin=self._auth.pin(),
-            recipients=as_values(FaxJobRecipients, (_recipients(recipients),)),
+            recipients=as_values(FaxJobRecipients, (rows,)),
             fax_job_files=as_values(FaxJobFiles, (_files(files),)),
         )
+        return request, len(rows)
 
     def _report_request(
         self, job_id: str, recipient_type: int | None, recip_address: str | None
@@ -309,9 +319,9 @@ class FaxClient(_ClientBase):
         """
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            request = self._send_fax_request(recipients, files)
+            request, named = self._send_fax_request(recipients, files)
             response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, len(recipients), response, raw)
+            return self._send_fax_result(rid, named, response, raw)
 
     def get_fax_broadcast_report(
         self,
@@ -440,9 +450,9 @@ class AsyncFaxClient(_ClientBase):
         """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            request = self._send_fax_request(recipients, files)
+            request, named = self._send_fax_request(recipients, files)
             response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, len(recipients), response, raw)
+            return self._send_fax_result(rid, named, response, raw)
 
     async def get_fax_broadcast_report(
         self,
@@ -493,11 +503,18 @@ def _call_boundary(rid: str) -> Iterator[None]:
             exc.request_id = rid
         raise
     except Exception as exc:
+        # Not chained: the exception's arguments may hold anything, the request (and its
+        # secrets) included. Its type and place are enough to report the bug.
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
         raise FaxWSError(
-            f"unexpected {type(exc).__name__} during the call; the request may have been delivered",
+            f"unexpected {type(exc).__name__}{where} during the call; the request may have "
+            "been delivered",
             request_id=rid,
             maybe_delivered=True,
-        ) from exc
+        ) from None
 
 
 #: A Recipient's fields in the order of FaxJobRecipient's elements: the writer's tuple form of
@@ -514,16 +531,24 @@ def _recipients(recipients: Sequence[Recipient | str]) -> tuple[RecipientValues,
         raise BadInputError("recipients", "must hold at least one recipient")
     out: list[RecipientValues] = []
     for i, r in enumerate(recipients):
-        if not isinstance(r, Recipient):
-            if not isinstance(r, str):
+        try:
+            if r.__class__ is Recipient:
+                out.append(_RECIPIENT_VALUES(r))  # checked when it was made
+            elif isinstance(r, str):
+                out.append(_RECIPIENT_VALUES(Recipient(r)))  # the number checked as a Recipient's
+            elif isinstance(r, Recipient):
+                # A subclass may have replaced the checks (or the values after them).
+                values = _RECIPIENT_VALUES(r)
+                check_recipient(*values)
+                out.append(values)
+            else:
                 raise BadInputError(
                     f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}"
                 )
-            try:
-                r = Recipient(r)  # checks the number as a Recipient's own
-            except BadInputError as exc:
-                raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
-        out.append(_RECIPIENT_VALUES(r))
+        except BadInputError as exc:
+            if exc.field.startswith("recipients["):
+                raise
+            raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
     return tuple(out)
 
 
