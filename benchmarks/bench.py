@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import async_bench  # benchmarks/: the async client's figures
+import threads_bench  # benchmarks/: thread scaling
 
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
@@ -491,6 +492,8 @@ class Row:
     ratio: float
     target: str
     met: bool
+    ratio_min: float | None = None  # the per-round ratios' extremes, where there are rounds
+    ratio_max: float | None = None
 
 
 def mib(n: float) -> str:
@@ -501,10 +504,16 @@ def ms(s: float) -> str:
     return f"{s * 1000:.2f} ms"
 
 
+def ratio_text(row: Row) -> str:
+    if row.ratio_min is None or row.ratio_max is None:
+        return f"{row.ratio:.2f}x"
+    return f"{row.ratio:.2f}x ({row.ratio_min:.2f}-{row.ratio_max:.2f})"
+
+
 def table(rows: list[Row]) -> str:
     head = ("figure", "ratio", "target", "met", "faxws", "baseline")
     body = [
-        (r.figure, f"{r.ratio:.2f}x", r.target, "yes" if r.met else "NO", r.value, r.baseline)
+        (r.figure, ratio_text(r), r.target, "yes" if r.met else "NO", r.value, r.baseline)
         for r in rows
     ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
@@ -668,6 +677,7 @@ def main() -> int:
         )
     )
     rows += [Row(**row) for row in async_bench.rows(async_figures)]
+    rows += [Row(**row) for row in threads_bench.rows(threads_bench.measure(None, args.smoke))]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "

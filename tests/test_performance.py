@@ -80,7 +80,8 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 20
+    assert len(figures["rows"]) == 24
+    assert sum("thread scaling" in row["figure"] for row in figures["rows"]) == 2
     assert figures["many_issues"]["issues"] == 250
     assert figures["token_throughput"]["token_fetches"] >= 1
     assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in figures["rows"]) == 2
