@@ -435,10 +435,14 @@ class HttpTransport:
         session.mount("https://", adapter)
         session.headers["User-Agent"] = user_agent
         self._session = session
+        self._adapter = adapter
+        self._verify = verify
         self._proxies = dict(proxies)
         # The request line, URL and fixed headers are prepared once; each call copies the
-        # template and sets its own headers and body. This skips requests' per-call merging
-        # of session settings, cookies and hooks, none of which a SOAP call uses.
+        # template, sets its own headers and body, and goes to the adapter itself. This skips
+        # requests' per-call merging of session settings, and Session.send's hooks, redirect
+        # check and cookie jar (shared by all threads, behind one lock): nothing a SOAP call
+        # uses (no cookie is ever sent).
         self._template = requests.Request("POST", url, headers=dict(session.headers)).prepare()
 
     def _prepare(
@@ -460,12 +464,11 @@ class HttpTransport:
         progress = _Progress()
         reset = _progress.set(progress)
         try:
-            response = self._session.send(
+            response = self._adapter.send(
                 self._prepare(body, headers),
-                timeout=self.timeout,
-                allow_redirects=False,
                 stream=True,
-                verify=self._session.verify,
+                timeout=self.timeout,
+                verify=self._verify,
                 proxies=self._proxies,
             )
         except DocumentError as exc:
