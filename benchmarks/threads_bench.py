@@ -6,18 +6,21 @@ The floor is plain requests: one ``Session`` whose pool holds a connection per t
 report request (the same body bytes) prepared once and sent with ``Session.send``. FaxClient is
 made with its defaults, so its default pool must fit 32 threads (the run counts urllib3's
 "Connection pool is full" warnings). Scaling is the throughput at N threads divided by that at
-one thread, report calls; each round measures 1, 8 and 32 threads, FaxClient and the floor
-taking turns (the first alternating between rounds), so a slow spell of a busy machine hits
-both alike, and the ratio of their scalings is taken per round.
+one thread, report calls.
 
-The calls run in one child process with its threads free to use every core, as an application
-would; each thread makes its calls in a loop (no executor in between), released together by a
-barrier. The sink is async_bench's asyncio sink in its own process, which answers far faster
-than either client calls. Context switches are each thread's own (``getrusage``
-``RUSAGE_THREAD``), summed over the threads and divided by the calls. ``bench.py`` calls
-:func:`measure` and :func:`rows`.
+The calls run in one child process, its threads free to use every core as an application's
+would, against async_bench's asyncio sink in its own process (which answers far faster than
+either client calls). For each way and thread count a crew of threads lasts the whole run;
+a slice shares some calls out among its threads, releases them together and times them until
+the last is done (each thread calls in a loop, no executor in between). A round is several
+slices of every way and thread count in turn (the first way alternating between rounds), so
+that a slow spell of a busy machine falls on all alike; a round's rate is its median slice's,
+and the ratio of the two scalings is taken per round. Context switches are each thread's own
+(``getrusage`` ``RUSAGE_THREAD``), summed over the threads and divided by the calls.
+``bench.py`` calls :func:`measure` and :func:`rows`.
 
-    python benchmarks/threads_bench.py --child URL CALLS ROUNDS  # one run (prints JSON)
+    python benchmarks/threads_bench.py --table [--smoke]  # the rows alone, as in the README
+    python benchmarks/threads_bench.py --child URL CALLS PER_THREAD SLICES ROUNDS  # prints JSON
 """
 
 from __future__ import annotations
@@ -38,8 +41,6 @@ from async_bench import FLOOR_REPORT_BODY, HEADERS, PIN, USER, AsyncSinkProcess 
 
 THREADS = (1, 8, 32)
 WAYS = ("faxws", "floor")
-#: Slices per round of each way and thread count.
-SLICES = 4
 #: Threads share the process's figures where RUSAGE_THREAD is missing (not Linux).
 _WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 
@@ -119,7 +120,10 @@ def _counting_pool_full() -> Iterator[_PoolFull]:
         log.removeHandler(handler)
 
 
-def child(url: str, calls: int, rounds: int) -> None:
+def child(url: str, calls: int, per_thread: int, slices: int, rounds: int) -> None:
+    """``rounds`` rounds of ``slices`` slices of each way and thread count, a slice being
+    ``calls`` calls, or ``per_thread`` calls for each thread when that is more (a slice of a
+    few calls per thread would time mostly the threads' start and finish)."""
     import requests
     import requests.adapters
 
@@ -144,21 +148,22 @@ def child(url: str, calls: int, rounds: int) -> None:
     with _counting_pool_full() as pool_full:
         crews = {f"{w}_{n}": _Crew(fns[w], n) for w in WAYS for n in THREADS}
         for i in range(rounds):
-            spent = dict.fromkeys(crews, 0.0)
+            slice_rates: dict[str, list[float]] = {key: [] for key in crews}
             made = dict.fromkeys(crews, 0)
             switched = dict.fromkeys(crews, 0)
-            # Slices of every way and thread count in turn: load that comes and goes falls
-            # on all of them.
-            for _ in range(SLICES):
+            # Slices of every way and thread count in turn, so that load that comes and goes
+            # falls on all of them; a round's rate is the median slice's, so that a slice hit
+            # by a burst of other work does not count more than any other.
+            for _ in range(slices):
                 for n in THREADS:
                     for way in WAYS if i % 2 == 0 else WAYS[::-1]:
                         key = f"{way}_{n}"
-                        elapsed, count, switches_made = crews[key].run(calls // SLICES)
-                        spent[key] += elapsed
+                        elapsed, count, switches_made = crews[key].run(max(calls, n * per_thread))
+                        slice_rates[key].append(count / elapsed)
                         made[key] += count
                         switched[key] += switches_made
             for key in crews:
-                rates[key].append(made[key] / spent[key])
+                rates[key].append(statistics.median(slice_rates[key]))
                 switches[key].append(switched[key] / made[key])
         for crew in crews.values():
             crew.close()
@@ -170,11 +175,11 @@ def child(url: str, calls: int, rounds: int) -> None:
 
 def measure(sink_url: str | None, smoke: bool) -> dict[str, Any]:
     """The rounds against ``sink_url``, or against an asyncio sink started here when None."""
-    calls, rounds = (64, 3) if smoke else (1200, 5)
+    sizes = (16, 1, 2, 3) if smoke else (100, 10, 8, 5)  # calls, per_thread, slices, rounds
 
     def run(url: str) -> dict[str, Any]:
         done = subprocess.run(
-            [sys.executable, __file__, "--child", url, str(calls), str(rounds)],
+            [sys.executable, __file__, "--child", url, *map(str, sizes)],
             capture_output=True,
             text=True,
             check=True,
@@ -187,7 +192,7 @@ def measure(sink_url: str | None, smoke: bool) -> dict[str, Any]:
     else:
         with AsyncSinkProcess() as url:
             figures = run(url)
-    return {**figures, "calls": calls, "rounds": rounds}
+    return {**figures, "rounds": sizes[-1]}
 
 
 def _spread(values: list[float], unit: str = "x") -> str:
@@ -242,8 +247,23 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _table(rows_: list[dict[str, Any]]) -> str:
+    lines = [
+        "| figure | ratio | min-max | target | faxws | baseline |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows_:
+        lines.append(
+            f"| {r['figure']} | **{r['ratio']:.2f}x** | {r['ratio_min']:.2f}-{r['ratio_max']:.2f}x "
+            f"| {r['target']} | {r['value']} | {r['baseline']} |"
+        )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        child(sys.argv[2], *map(int, sys.argv[3:7]))
+    elif sys.argv[1:2] == ["--table"]:
+        print(_table(rows(measure(None, smoke="--smoke" in sys.argv))))
     else:
         sys.exit(__doc__)
