@@ -38,6 +38,7 @@ from typing import Any
 
 import async_bench  # benchmarks/: the async client's figures
 import recipients_bench  # benchmarks/: the cost per recipient
+import threads_bench  # benchmarks/: thread scaling
 
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
@@ -748,6 +749,7 @@ def main() -> int:
         tokens = token_throughput(url, rate_calls, rounds)
         async_figures = async_bench.measure(url, size, smoke=args.smoke)
     recipients = recipients_bench.measure(smoke=args.smoke)
+    threads_figures = threads_bench.measure(None, args.smoke)
     boot = startup(boot_rounds)
     build = construction(rounds)
     checked = many_issues(issues, rounds)
@@ -800,6 +802,7 @@ def main() -> int:
     )
     rows += [Row(**r) for r in async_bench.rows(async_figures)]
     rows += [Row(**r) for r in recipients_bench.rows(recipients)]
+    rows += [Row(**r) for r in threads_bench.rows(threads_figures)]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -822,6 +825,7 @@ def main() -> int:
                     "construction": build,
                     "async": async_figures,
                     "recipients": recipients,
+                    "threads": threads_figures,
                     "rows": [asdict(r) for r in rows],
                 },
                 indent=2,

@@ -85,7 +85,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
     rows = figures["rows"]
-    assert len(rows) == 20
+    assert len(rows) == 24
     # Every row has the same shape, a ratio within its rounds' range, and is printed with
     # "NO" exactly when its target did not hold.
     printed = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
@@ -102,6 +102,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in rows) == 2
     assert sum("AsyncFaxClient" in row["figure"] for row in rows) == 4
     assert sum("recipient" in row["figure"] for row in rows) == 3
+    assert sum("thread scaling" in row["figure"] for row in rows) == 2
     assert sum(row["baseline"].startswith("python -c pass") for row in rows) == 3
 
     # At least three rounds of every figure: min, median and max.

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
 from faxws._content import Source
 from faxws._http import (
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     RawResponse,
@@ -247,7 +248,8 @@ class FaxClient(_ClientBase):
             handshake, connect time-out), or a report request after any transport error or
             HTTP 502/503/504, is sent again.
         retry_backoff: seconds before the first retry; doubled for each further one.
-        max_connections: size of the connection pool.
+        max_connections: the connections kept open (default 32): one per thread sharing the
+            client. More threads work too, but open connections that are closed after use.
         max_response_bytes: responses larger than this are refused.
     """
 
@@ -264,7 +266,7 @@ class FaxClient(_ClientBase):
         allow_insecure_http: bool = False,
         retries: int = 2,
         retry_backoff: float = 0.5,
-        max_connections: int = 16,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
