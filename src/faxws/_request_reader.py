@@ -29,6 +29,7 @@ __all__ = [
     "MAX_TEXT",
     "Base64Decoder",
     "DocumentSink",
+    "Envelope",
     "Refusal",
     "RequestReader",
     "deviations",
@@ -56,6 +57,10 @@ _FILE_DATA = (
 )
 _ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
 _HEADER = f"{{{SOAP11_NS}}}Header"
+_PARTS = frozenset({ENVELOPE, _HEADER, BODY})
+_CONTRACT_DECLARATION = b'<?xml version="1.0" encoding="utf-8"?>'
+# Each operation's payload element by its full tag.
+_OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
 _PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
 _DECLARATION = re.compile(rb"""<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -131,8 +136,7 @@ class Base64Decoder:
 
 def operation_named(tag: str) -> str | None:
     """The operation a payload element stands for, or None for any other element."""
-    name = etree.QName(tag)
-    return name.localname if name.namespace == NAMESPACE and name.localname in OPERATIONS else None
+    return _OPERATION_TAGS.get(tag)
 
 
 def sniff_operation(body: bytes) -> str | None:
@@ -266,18 +270,72 @@ class _Target:
         return root
 
 
+class Envelope:
+    """A SOAP 1.1 envelope's parts, found in one pass over it: the prefixes of its own
+    elements (Envelope, Header, Body), the Header when it is the first element, the first
+    Body, that Body's first element (the payload) and how many elements the Body holds."""
+
+    __slots__ = ("body", "count", "elements", "header", "payload", "prefixed", "prefixes", "root")
+
+    def __init__(self, root: etree._Element) -> None:
+        self.root = root
+        prefixes: set[str | None] = {root.prefix}
+        header = body = payload = None
+        count = 0
+        first = True
+        for child in root:
+            tag = child.tag
+            if not isinstance(tag, str):
+                continue  # an entity reference or the like
+            if tag in _PARTS:
+                prefixes.add(child.prefix)
+                if body is None and tag == BODY:
+                    body = child
+            if first:
+                first = False
+                if tag == _HEADER:
+                    header = child
+        if body is not None:
+            for element in body:
+                if isinstance(element.tag, str):
+                    count += 1
+                    if payload is None:
+                        payload = element
+        # The payload's elements, kept while the request is served (their Python objects
+        # are made once, not again by each reader), and the first with a prefix.
+        self.elements: list[etree._Element] = []
+        self.prefixed: etree._Element | None = None
+        if payload is not None:
+            self.elements = list(payload.iter(etree.Element))
+            for element in self.elements:
+                if element.prefix is not None:
+                    self.prefixed = element
+                    break
+        self.prefixes = prefixes
+        self.header: etree._Element | None = header
+        self.body: etree._Element | None = body
+        self.payload: etree._Element | None = payload
+        self.count = count
+
+
+def envelope_of(root: etree._Element | None) -> Envelope | None:
+    """The parts of ``root`` when it is a SOAP 1.1 envelope."""
+    return Envelope(root) if root is not None and root.tag == ENVELOPE else None
+
+
 class RequestReader:
     """One request body, parsed as the service would: :meth:`feed` and :meth:`close` for a
     streamed body, or :meth:`parse` for a whole one. ``documents(item_number)`` gives the
     sink for each document's decoded bytes, closed as soon as its FileData ends (it may
     raise OSError: a server-side refusal). Both ways apply the same bounds and refusals.
 
-    Afterwards :attr:`root` is the tree (each ``FileData`` empty) or :attr:`refusal` says
-    why there is none."""
+    Afterwards :attr:`root` is the tree (each ``FileData`` empty), with :attr:`envelope`
+    its parts when it is a SOAP 1.1 envelope, or :attr:`refusal` says why there is none."""
 
     def __init__(self, documents: Callable[[int], DocumentSink], *, stream: bool) -> None:
         self._documents = documents
         self.root: etree._Element | None = None
+        self.envelope: Envelope | None = None
         self.refusal: Refusal | None = None
         self._target: _Target | None = None
         self._parser: etree.XMLParser | None = None
@@ -297,12 +355,8 @@ class RequestReader:
         """The operation the body names, as far as it was read."""
         if self._target is not None and self._target.operation is not None:
             return self._target.operation
-        if self.root is not None and self.root.tag == ENVELOPE:
-            body = self.root.find(BODY)
-            children = body if body is not None else ()
-            payload = next((c for c in children if isinstance(c.tag, str)), None)
-            if payload is not None:
-                return operation_named(str(payload.tag))
+        if self.envelope is not None and self.envelope.payload is not None:
+            return operation_named(str(self.envelope.payload.tag))
         return None
 
     def feed(self, chunk: bytes) -> None:
@@ -341,7 +395,7 @@ class RequestReader:
         self._parser = parser
         self._check_namespaces()
         if self.refusal is None:
-            self.root = root
+            self._found(root)
         self._parser = None
 
     def _check_namespaces(self) -> None:
@@ -356,22 +410,29 @@ class RequestReader:
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
         self.prolog = body[:_PROLOG]
-        if _safexml.dtd_offset(body) >= 0:
+        if b"<!DOCTYPE" in body or b"<!ENTITY" in body:  # as _safexml.dtd_offset finds them
             self.refusal = Refusal("DTDs are not allowed")
             return
+        parser = _safexml.parser()
         try:
-            root = etree.fromstring(body, _safexml.parser())
+            root = etree.fromstring(body, parser)
         except Exception as exc:
             self._fail(exc)
             return
-        if _safexml.has_dtd(root):  # a DTD in an encoding the byte scan cannot read
+        utf8 = _read_as_utf8(body)  # then the byte scan found any DTD
+        if not utf8 and _safexml.has_dtd(root):  # one in an encoding it cannot read
             self.refusal = Refusal("DTDs are not allowed")
             return
-        problem = _safexml.namespace_error(_safexml.parser()) or _beyond_bounds(root)
+        problem: tuple[int, str] | str | None = _safexml.namespace_error(parser)
+        if problem is None and not (utf8 and _too_small_to_exceed_bounds(body)):
+            problem = _beyond_bounds(root)
         if problem is not None:
             self.refusal = Refusal(
                 problem if isinstance(problem, str) else f"malformed XML: {problem[1]}"
             )
+            return
+        if utf8 and b"FileData" not in body:
+            self._found(root)  # no document to decode
             return
         try:
             for item_number, item in enumerate(root.iterfind(_ITEMS), 1):
@@ -387,7 +448,11 @@ class RequestReader:
         except OSError as exc:
             self.refusal = Refusal(str(exc.strerror or exc), server_side=True)
             return
+        self._found(root)
+
+    def _found(self, root: etree._Element) -> None:
         self.root = root
+        self.envelope = envelope_of(root)
 
     def _fail(self, exc: Exception) -> None:
         self._parser = None
@@ -397,6 +462,26 @@ class RequestReader:
         else:
             message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
             self.refusal = Refusal(f"malformed XML: {message}")
+
+
+def _read_as_utf8(body: bytes) -> bool:
+    """Whether libxml2 reads ``body`` as UTF-8: it starts with ``<`` and a byte that is not
+    zero (no byte order mark, not UTF-16 or UTF-32) and declares UTF-8 or no encoding.
+    Then every ``<``, ``=`` and element name in the document is those very bytes in the
+    body."""
+    if not body.startswith(b"<") or body.startswith(b"<\0"):
+        return False
+    if body.startswith(_CONTRACT_DECLARATION) or not body.startswith(b"<?xml"):
+        return True
+    match = _DECLARATION.match(body)
+    return match is None or match.group(1).lower().replace(b"_", b"-") in (b"utf-8", b"utf8")
+
+
+def _too_small_to_exceed_bounds(body: bytes) -> bool:
+    """For a body read as UTF-8: each element starts with a ``<`` and each attribute has an
+    ``=``, so a body with no more ``<`` than the smallest bound on elements (the depth) and
+    no more ``=`` than there may be attributes on one element cannot exceed a bound."""
+    return body.count(b"<") <= MAX_DEPTH and body.count(b"=") <= MAX_ATTRIBUTES
 
 
 def _beyond_bounds(root: etree._Element) -> str | None:
@@ -419,60 +504,56 @@ def _beyond_bounds(root: etree._Element) -> str | None:
 
 
 def deviations(
-    content_type: str | None, soap_action: str | None, prolog: bytes, root: etree._Element | None
+    content_type: str | None, soap_action: str | None, prolog: bytes, parts: Envelope | None
 ) -> tuple[str, ...]:
     """How a request differs from the contract's exact form, one sentence each: the
     Content-Type and SOAPAction headers, the XML declaration (from the body's first bytes),
-    and, for a parsed body, the envelope's prefix, its empty soap:Header, and the payload in
-    the default namespace. Empty for a request in the contract's form."""
+    and, for a parsed SOAP 1.1 envelope (``parts``), the envelope's prefix, its empty
+    soap:Header, and the payload in the default namespace. Empty for a request in the
+    contract's form."""
     found = []
     if content_type is None:
         found.append(f"Content-Type is missing; the contract requires {CONTENT_TYPE}")
-    elif not _is_contract_type(content_type):
+    elif content_type != CONTENT_TYPE and not _is_contract_type(content_type):
         found.append(f"Content-Type is {content_type}; the contract requires {CONTENT_TYPE}")
     if soap_action is None:
         found.append("SOAPAction is missing; the contract requires it, with an empty value")
     elif soap_action != "":
         found.append(f"SOAPAction is {soap_action}; the contract requires an empty value")
-    text = prolog.lstrip(codecs.BOM_UTF8)
-    other = _other_encoding(prolog)
-    if other is not None:
-        found.append(f"the body is in {other}; the contract requires UTF-8")
-    elif not text.startswith(b"<?xml"):
-        found.append(
-            "the body does not start with an XML declaration in UTF-8; the contract requires one"
-        )
-    else:
-        match = _DECLARATION.match(text)
-        encoding = match.group(1).decode() if match else None
-        if encoding is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
+    if not prolog.startswith(_CONTRACT_DECLARATION):  # else the contract's own declaration
+        text = prolog.lstrip(codecs.BOM_UTF8)
+        other = _other_encoding(prolog)
+        if other is not None:
+            found.append(f"the body is in {other}; the contract requires UTF-8")
+        elif not text.startswith(b"<?xml"):
             found.append(
-                f"the XML declaration's encoding is {encoding or 'not given'}; "
-                "the contract requires UTF-8"
+                "the body does not start with an XML declaration in UTF-8; "
+                "the contract requires one"
             )
-    if root is None or root.tag != ENVELOPE:
+        else:
+            match = _DECLARATION.match(text)
+            encoding = match.group(1).decode() if match else None
+            if encoding is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
+                found.append(
+                    f"the XML declaration's encoding is {encoding or 'not given'}; "
+                    "the contract requires UTF-8"
+                )
+    if parts is None:
         return tuple(found)
-    children = [c for c in root if isinstance(c.tag, str)]
-    prefixes = {e.prefix for e in (root, *children) if e.tag in (ENVELOPE, _HEADER, BODY)}
-    if prefixes != {"soap"}:
-        shown = ", ".join(sorted("no prefix" if p is None else p for p in prefixes))
+    if parts.prefixes != {"soap"}:
+        shown = ", ".join(sorted("no prefix" if p is None else p for p in parts.prefixes))
         found.append(f"the envelope's elements have the prefix {shown}; the contract uses soap")
-    header = children[0] if children and children[0].tag == _HEADER else None
+    header = parts.header
     if header is None:
         found.append("the envelope has no soap:Header; the contract requires an empty one")
     elif len(header) or (header.text or "").strip():
         found.append("the soap:Header is not empty; the contract requires an empty one")
-    body = root.find(BODY)
-    payload = None if body is None else next((c for c in body if isinstance(c.tag, str)), None)
-    if payload is not None:
-        prefixed = next(
-            (e for e in payload.iter() if isinstance(e.tag, str) and e.prefix is not None), None
+    prefixed = parts.prefixed
+    if prefixed is not None:
+        found.append(
+            f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
+            f"contract puts {NAMESPACE} in the default namespace"
         )
-        if prefixed is not None:
-            found.append(
-                f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
-                f"contract puts {NAMESPACE} in the default namespace"
-            )
     return tuple(found)
 
 

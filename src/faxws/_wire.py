@@ -27,6 +27,7 @@ __all__ = [
     "Body",
     "OpenBody",
     "as_values",
+    "document",
     "envelope",
     "envelope_of",
     "fault_envelope",
@@ -528,3 +529,12 @@ def fault_envelope(code: str, text: str) -> bytes:
         ).encode()
         + EPILOG
     )
+
+
+def document(obj: Any) -> bytes:
+    """The whole document for a generated element ``obj`` that holds no document content
+    (an answer), as :func:`envelope` writes it: its bytes at once."""
+    parts = envelope_of(type(obj), obj)._parts
+    if len(parts) != 2 or not all(isinstance(p, bytes) for p in parts):
+        raise ValueError(f"{type(obj).__name__} holds documents: write it with envelope()")
+    return b"".join(parts)  # type: ignore[arg-type]

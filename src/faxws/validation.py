@@ -146,6 +146,11 @@ class Validator:
             )
         return issues
 
+    def is_valid(self, payload: etree._Element) -> bool:
+        """Whether ``payload`` (and what it holds) is valid against the schema: as
+        :meth:`schema_issues` finding none, without building the list."""
+        return not self._validate(payload)
+
     def _validate(self, payload: etree._Element) -> list[etree._LogEntry]:
         """libxml2's errors for ``payload``, in the order it found them (none when valid).
 

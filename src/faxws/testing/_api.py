@@ -218,9 +218,9 @@ def _fields(cls: type) -> str:
 def _read_body(handler: Handler, *, json_required: bool) -> Any:
     from faxws.testing._oauth import MAX_FORM
 
-    content_type = handler.headers.get("Content-Type", "")
+    content_type = handler.fields.get("content-type", "")
     is_json = content_type.split(";", 1)[0].strip().lower() == "application/json"
-    if not is_json and (json_required or handler.headers.get("X-FaxWS-Client") is None):
+    if not is_json and (json_required or handler.fields.get("x-faxws-client") is None):
         # A page on another origin can send neither without a preflight.
         needed = "a JSON body" if json_required else "a JSON body or an X-FaxWS-Client header"
         raise _ApiError(403, f"{handler.command} needs {needed}")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from lxml import etree
 
-from faxws._request_reader import Refusal, RequestReader, sniff_operation
+from faxws._request_reader import Envelope, Refusal, RequestReader, sniff_operation
 
 __all__ = ["SPOOL_THRESHOLD", "Document", "Received"]
 
@@ -98,7 +99,14 @@ class Received:
         self.deviations: tuple[str, ...] = ()
         self._operation: str | None = None  # once known for good; "" for none
         self._spool = spool
-        self._reader = None if spool is None else RequestReader(self._new_document, stream=stream)
+        # The reader adds documents through a function that does not hold this object: a
+        # reference cycle would keep every request's tree alive until the next garbage
+        # collection.
+        self._reader = (
+            None
+            if spool is None
+            else RequestReader(_documents_into(self.documents, spool), stream=stream)
+        )
 
     @property
     def operation(self) -> str | None:
@@ -111,18 +119,17 @@ class Received:
         return found
 
     @property
+    def envelope(self) -> Envelope | None:
+        """The parts of the parsed body, when it is a SOAP 1.1 envelope."""
+        return None if self._reader is None else self._reader.envelope
+
+    @property
     def prolog(self) -> bytes:
         """The body's first bytes, as parsed."""
         return b"" if self._reader is None else self._reader.prolog
 
-    def _new_document(self, item: int) -> Document:
-        assert self._spool is not None
-        document = Document(self._spool)
-        self.documents.append(document)
-        return document
-
     def feed(self, chunk: bytes) -> None:
-        """The next chunk of a large body."""
+        """The next chunk of a large body (a small one is given whole to :meth:`parse`)."""
         if self._reader is not None:
             self._reader.feed(chunk)
             if self._reader.refusal is not None and self.documents:
@@ -150,10 +157,23 @@ class Received:
 
     def take_documents(self) -> list[Document]:
         """The documents, now owned by the caller."""
-        documents, self.documents = self.documents, []
+        documents = list(self.documents)
+        self.documents.clear()
         return documents
 
     def discard(self) -> None:
         """Remove every spool file this request wrote and no job adopted."""
         for document in self.take_documents():
             document.discard()
+
+
+def _documents_into(documents: list[Document], spool: Path) -> Callable[[int], Document]:
+    """The reader's source of documents: each a new one in ``spool``, listed in
+    ``documents``."""
+
+    def new_document(item: int) -> Document:
+        document = Document(spool)
+        documents.append(document)
+        return document
+
+    return new_document

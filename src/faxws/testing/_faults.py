@@ -219,6 +219,8 @@ class Faults:
 
     def take(self, operation: str | None, *, before_read: bool) -> Fault | None:
         """The first pending fault for this stage and operation, counted as used."""
+        if not self._pending:
+            return None  # none injected: the common case, without the lock
         with self._lock:
             for injection in self._pending:
                 if injection.remaining <= 0:

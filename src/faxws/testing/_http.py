@@ -4,12 +4,18 @@ checks the contract and answers."""
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import logging
+import random
+import re
 import socket
+import struct
 import sys
 import threading
 import time
-import uuid
+from http import HTTPStatus
+from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import parse_qs
@@ -20,7 +26,7 @@ from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import redact
 from faxws._request_reader import ENVELOPE, deviations
 from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
-from faxws._wire import envelope, fault_envelope
+from faxws._wire import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
 from faxws.testing import _api, _inbox
 from faxws.testing._accounts import same
@@ -41,7 +47,7 @@ from faxws.testing._faults import (
 from faxws.testing._oauth import TOKEN_PATH, token_endpoint
 from faxws.testing._operations import HANDLERS, Call
 from faxws.testing._records import ReceivedRequest
-from faxws.validation import schema_issues
+from faxws.validation import default_validator, schema_issues
 
 if TYPE_CHECKING:
     from faxws.testing._simulator import FaxWSSimulator
@@ -50,14 +56,31 @@ __all__ = ["MAX_BODY", "Handler", "Server"]
 
 #: Largest request body the simulator reads (a larger one gets 413 and the connection closes).
 MAX_BODY = 512 * 1024 * 1024
+#: Seconds a connection may wait for its next request, or any read or write may wait.
+IDLE = 30
 
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
 _log = logging.getLogger("faxws.simulator")
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
+_NO_ERROR = WSError(0, "")
+_OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
+_INPUTS = {name: operation.input for name, operation in OPERATIONS.items()}
 # SOAP 1.1's media type, which standard clients send, and the contract's.
 _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
+# http.client's bounds on a request's header lines: their length and their number.
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
+# Header lines joined by CRLF, each a token, a colon and a value without CR, LF or NUL.
+_HEADER_LINES = re.compile(rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?")
+_VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
+# Activity ids only need to differ: drawn from a generator, not the system's random source,
+# whose system call would hand the interpreter over to another thread on every answer.
+_ids = random.Random()  # noqa: S311 - identifiers, not secrets
+_UUID_FIXED = (0xF000 << 64) | (0xC000 << 48)  # the version's and the variant's bits
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
 
 
 class Server(ThreadingHTTPServer):
@@ -104,28 +127,190 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Server
-    timeout = 30  # idle keep-alive connections end
+    # Idle keep-alive connections end after IDLE seconds: a limit the kernel keeps (see
+    # setup), not a socket time-out, with which Python polls before every read and write.
+    timeout = None
     # Headers and body go out in separate writes; with Nagle's algorithm on, each answer
     # would wait for the client's delayed ACK.
     disable_nagle_algorithm = True
     error_content_type = "text/plain"
 
     operation: str | None = None  # of the request being answered, for the log line
+    # The request's headers: by lower-case name (the first of each), and as they came.
     fields: dict[str, str] = {}  # noqa: RUF012 - replaced, never changed, per request
+    pairs: list[tuple[str, str]] = []  # noqa: RUF012 - likewise
     _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
+    _known_set: frozenset[str] = frozenset()
+
+    def setup(self) -> None:
+        super().setup()
+        _limit_waits(self.connection, IDLE)
 
     def handle_one_request(self) -> None:
+        """The standard library's, but for the method's handler, found directly."""
         # Nothing of the previous request on this connection may be taken for this one's
         # (the log line of a request line the standard library refuses, say).
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
-        self._known = None
-        super().handle_one_request()
+        self.pairs = []
+        self._known, self._known_set = None, frozenset()
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if self.parse_request():
+                # Every method has its answer (405 with Allow: POST, or 404 for another
+                # path), where the standard library answers 501 to one without a do_ method.
+                self._handle()
+        except TimeoutError:
+            self.close_connection = True  # a read or a write waited too long
+
+    def parse_request(self) -> bool:
+        """The request line by the standard library's rules, then the headers, read here:
+        the standard library hands them to the email package, whose parse was most of what
+        a small request cost. Stricter than it: a line that is not ``name: value`` (a name
+        that is not a token, as in an obsolete folded line, or a CR or NUL in the value) is
+        refused with 400, where the email package would end the headers there and drop the
+        rest unseen."""
+        self.command = None  # type: ignore[assignment]
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:
+            version = words[-1]
+            if version == "HTTP/1.1":
+                number = (1, 1)
+            else:
+                match = _VERSION.fullmatch(version)
+                if match is None:
+                    self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+                    return False
+                number = int(match[1]), int(match[2])
+            if number >= (1, 1):
+                self.close_connection = False
+            if number >= (2, 0):
+                self.send_error(
+                    HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                    f"Invalid HTTP version ({version[5:]})",
+                )
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
+                return False
+        # "//path" is a path, never an address without a scheme (as the standard library).
+        self.command, self.path = command, "/" + path.lstrip("/") if path[:2] == "//" else path
+        try:
+            if not self._read_headers():
+                return False
+        except _LineTooLongError:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+            return False
+        fields = self.fields
+        if "connection" in fields:
+            connection = fields["connection"].lower()
+            if connection == "close":
+                self.close_connection = True
+            elif connection == "keep-alive":
+                self.close_connection = False
+        if "expect" in fields:
+            expect = fields["expect"].lower()
+            if expect == "100-continue" and self.request_version >= "HTTP/1.1":
+                return self.handle_expect_100()
+        return True
+
+    def _read_headers(self) -> bool:
+        """Read the header lines into :attr:`fields` and :attr:`pairs`; False once
+        refused."""
+        block = self._header_block()
+        if block is not None and _HEADER_LINES.fullmatch(block) is not None:
+            lines = block.split("\r\n") if block else []
+            checked = True  # each line is ``token: value`` already
+        else:
+            lines = self._header_lines() if block is None else block.split("\r\n")
+            checked = False
+        if len(lines) > _MAX_HEADERS:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+            return False
+        pairs: list[tuple[str, str]] = []
+        fields: dict[str, str] = {}
+        for line in lines:
+            name, colon, value = line.partition(":")
+            value = value.strip(" \t")
+            if not checked and (
+                not colon or _TOKEN.fullmatch(name) is None or "\r" in value or "\0" in value
+            ):
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
+                return False
+            pairs.append((name, value))
+            fields.setdefault(name.lower(), value)
+        self.fields, self.pairs = fields, pairs
+        return True
+
+    def _header_block(self) -> str | None:
+        """The header lines joined by CRLF, when all of them are already in the read buffer,
+        each ending in CRLF (as a client writes them, sent at once): taken in one read
+        instead of a readline each. None otherwise, with nothing read."""
+        peek = getattr(self.rfile, "peek", None)
+        if peek is None:
+            return None
+        buffered: bytes = peek()
+        if buffered.startswith(b"\r\n"):
+            self.rfile.read(2)
+            return ""
+        end = buffered.find(b"\r\n\r\n")
+        if end < 0 or buffered.count(b"\n", 0, end) != buffered.count(b"\r\n", 0, end):
+            return None
+        return self.rfile.read(end + 4)[:end].decode("iso-8859-1")
+
+    def _header_lines(self) -> list[str]:
+        """The header lines read one by one (at most one more than allowed)."""
+        lines: list[str] = []
+        while len(lines) <= _MAX_HEADERS:
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if len(line) > _MAX_LINE:
+                raise _LineTooLongError
+            if line in (b"\r\n", b"\n", b""):
+                break
+            lines.append(line.decode("iso-8859-1").rstrip("\r\n"))
+        return lines
+
+    @property  # type: ignore[override]
+    def headers(self) -> HTTPMessage:
+        """The headers as the standard library gives them (built when asked for: the
+        simulator reads :attr:`fields`)."""
+        message = HTTPMessage()
+        for name, value in self.pairs:
+            message.set_raw(name, value)
+        return message
+
+    @headers.setter
+    def headers(self, value: HTTPMessage) -> None:
+        self.pairs = list(value.items())
+        self.fields = {}
+        for name, text in self.pairs:
+            self.fields.setdefault(name.lower(), text)
 
     def _secrets(self) -> tuple[str, ...]:
         """What this request's records and lines must never show (found once per request)."""
         if self._known is None:
             found = self.server.sim._state.secrets_of(self.fields)
-            self._known = tuple(sorted(found, key=len, reverse=True))
+            self._known = tuple(sorted(found, key=len, reverse=True)) if found else ()
+            self._known_set = found
         return self._known
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -146,29 +331,15 @@ class Handler(BaseHTTPRequestHandler):
         # Control characters a client sent would move a terminal's cursor: escaped.
         _log.info("%s", _printable(redact(line, self._secrets())))
 
-    if not TYPE_CHECKING:
-        # BaseHTTPRequestHandler answers 501 to a method without a do_ handler (TRACE,
-        # lowercase "post", anything): every method arrives here instead, so each gets the
-        # contract's answer (405 with Allow: POST, or 404 for another path).
-        def __getattr__(self, name):
-            if name.startswith("do_"):
-                return self._handle
-            raise AttributeError(name)
-
     def _handle(self) -> None:
         self.operation = None
-        # email.message.Message looks each header up by scanning them all: read them once.
-        self.fields: dict[str, str] = {}
-        for key, value in self.headers.items():
-            self.fields.setdefault(key.lower(), value)
-        self._known = None
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
         arrived = time.time()
         request_id = self.fields.get("x-ch-request-id")
         path, _, query = self.path.partition("?")
-        if path.startswith(_api.PREFIX) or _inbox.is_inbox_path(path):
+        if path != PATH and (path.startswith(_api.PREFIX) or _inbox.is_inbox_path(path)):
             self._tools(path, query)
             return
         received: Received | None = None
@@ -186,42 +357,47 @@ class Handler(BaseHTTPRequestHandler):
                 if path != PATH:
                     raise RejectError(404, b"not found\n", "text/plain")
                 raise not_allowed()
-            if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
+            faults = state.faults
+            if isinstance(faults.take(None, before_read=True), CloseBeforeRead):
                 ticket = self._record(path, None, arrived)
                 state.settle(ticket, fault=CloseBeforeRead.kind)
                 self.log_request("no answer: close_before_read")
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            received = self.receive(parse=self._is_soap())
-            if received.complete and self._is_soap():
+            fields = self.fields
+            content_type = fields.get("content-type")
+            # Parsed: SOAP 1.1's media type or the contract's (in strict mode, a deviation);
+            # any other body is only read.
+            soap = (content_type or "").split(";", 1)[0].strip().lower() in _SOAP_TYPES
+            received = self.receive(parse=soap)
+            if received.complete and soap:
                 found = deviations(
-                    self.fields.get("content-type"),
-                    self.fields.get("soapaction"),
-                    received.prolog,
-                    received.root,
+                    content_type, fields.get("soapaction"), received.prolog, received.envelope
                 )
-                # They quote the client's headers, which could hold a secret it knows.
-                received.deviations = tuple(self._masked(d) for d in found)
+                if found:  # they quote the client's headers, which could hold its secrets
+                    received.deviations = tuple(self._masked(d) for d in found)
             ticket = self._record(path, received, arrived)
             self.operation = received.operation
             if not received.complete:
                 self.log_request("no answer: the request ended early")
                 self.close_connection = True  # the client went away halfway
                 return
-            fault = state.faults.take(received.operation, before_read=False)
+            fault = faults.take(self.operation, before_read=False)
             if fault is not None:
                 state.settle(ticket, fault=fault.kind)
-            if isinstance(fault, CloseAfterRead):
-                self.log_request("no answer: close_after_read")
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
-                self.close_connection = True  # stop() woke the delay
-                self.log_request("no answer: the simulator stopped")
-                return
-            status, payload = self._service(received, fault, arrived)
+                if isinstance(fault, CloseAfterRead):
+                    self.log_request("no answer: close_after_read")
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
+                    self.close_connection = True  # stop() woke the delay
+                    self.log_request("no answer: the simulator stopped")
+                    return
+            if not soap:
+                raise RejectError(415, b"unsupported media type\n", "text/plain")
+            status, payload = self._service(received, fault, arrived, request_id)
             content_type = CONTENT_TYPE
             extra: dict[str, str] = {}
         except RejectError as reject:
@@ -230,19 +406,36 @@ class Handler(BaseHTTPRequestHandler):
             refusal = reject.reason
             fault = None
         finally:
-            if received is not None:
+            if received is not None and received.documents:
                 received.discard()  # the documents no job adopted
-        headers = {
-            "Content-Type": content_type,
-            **extra,
-            "x-ch-activity-id": str(uuid.uuid4()),
-            "x-ch-execution-time": str(int((time.perf_counter() - started) * 1000)),
-        }
-        if request_id is not None:
-            headers["x-ch-request-id"] = request_id
+        elapsed = str(int((time.perf_counter() - started) * 1000))
         if ticket is None:  # refused before its body was read (413, a bad Content-Length)
             ticket = self._record(path, None, arrived)
         state.settle(ticket, status=status, refusal=refusal)
+        if fault is None and not extra and len(payload) <= _CHUNK and self.command != "HEAD":
+            # The usual answer: its head written at once, as send() would write it.
+            self.log_request(status)
+            rid = "" if request_id is None else f"x-ch-request-id: {request_id}\r\n"
+            head = (
+                f"{_status_line(self, status)}Date: {_http_date()}\r\n"
+                f"Content-Type: {content_type}\r\nx-ch-activity-id: {_activity_id()}\r\n"
+                f"x-ch-execution-time: {elapsed}\r\n{rid}Content-Length: {len(payload)}\r\n\r\n"
+            )
+            if self.request_version != "HTTP/0.9":
+                self.wfile.write(head.encode("latin-1", "strict") + payload)
+            else:
+                self.wfile.write(payload)  # no head, as the standard library answers 0.9
+            return
+        headers = {"Content-Type": content_type}
+        if extra:
+            headers.update(extra)
+        headers["x-ch-activity-id"] = _activity_id()
+        headers["x-ch-execution-time"] = elapsed
+        if request_id is not None:
+            headers["x-ch-request-id"] = request_id
+        if fault is None:
+            self.send(status, headers, payload)
+            return
         drip = fault.seconds if isinstance(fault, SlowDrip) else 0.0
         self.send(status, headers, payload, drip=drip, reset=isinstance(fault, ResetMidResponse))
 
@@ -269,7 +462,8 @@ class Handler(BaseHTTPRequestHandler):
             _inbox.handle(self, path, required)
 
     def _masked(self, text: str) -> str:
-        return redact(text, self._secrets())
+        secrets = self._secrets()
+        return redact(text, secrets) if secrets else text
 
     def _own_host(self) -> bool:
         if self.server.sim.api_token is not None:
@@ -279,31 +473,33 @@ class Handler(BaseHTTPRequestHandler):
         name = name.strip("[]").lower()
         return name in _LOCAL_NAMES or name == self.server.sim._host.strip("[]").lower()
 
-    def _is_soap(self) -> bool:
-        """Whether this body is parsed: SOAP 1.1's media type or the contract's (in strict
-        mode, a deviation); any other is only read."""
-        content_type = self.fields.get("content-type", "")
-        return content_type.split(";", 1)[0].strip().lower() in _SOAP_TYPES
-
     def _record(self, path: str, received: Received | None, arrived: float) -> tuple[int, int]:
         state = self.server.sim._state
-        headers: dict[str, str] = {}
-        for key, value in self.headers.items():
-            headers.setdefault(key, value)
-        return state.record(
-            ReceivedRequest(
+        headers = dict(self.pairs)
+        if len(headers) != len(self.pairs):  # a name given twice: the first value is kept
+            headers = {}
+            for key, value in self.pairs:
+                headers.setdefault(key, value)
+        self._secrets()
+        secrets = self._known_set
+        if received is None:
+            record = ReceivedRequest._received(
+                self.command, path, headers, b"", None, 0, True, (), arrived, secrets
+            )
+        else:
+            record = ReceivedRequest._received(
                 self.command,
                 path,
                 headers,
-                received.body if received is not None and received.retained else b"",
-                received.operation if received is not None else None,
-                body_size=received.size if received is not None else 0,
-                body_retained=received.retained if received is not None else True,
-                deviations=received.deviations if received is not None else (),
-                received_at=arrived,
-                _secrets=frozenset(self._secrets()),
+                received.body if received.retained else b"",
+                received.operation,
+                received.size,
+                received.retained,
+                received.deviations,
+                arrived,
+                secrets,
             )
-        )
+        return state.record(record)
 
     def _content_length(self) -> int:
         if "transfer-encoding" in self.fields:
@@ -330,6 +526,20 @@ class Handler(BaseHTTPRequestHandler):
         received = Received(sim._spool if parse else None, stream=stream)
         received.retained = length <= sim.retained_body_bytes
         collect = whole or received.retained or (parse and not stream)
+        if not stream:  # read at once (a bounded size), parsed whole
+            try:
+                # None: the read waited out the idle limit with nothing come.
+                data = (self.rfile.read(length) or b"") if length else b""
+                received.size = len(data)
+                received.complete = len(data) == length
+                if received.complete and parse:
+                    received.parse(data)
+            except BaseException:
+                received.discard()
+                raise
+            received.body = data if collect else b""
+            received.head = data[:_HEAD]
+            return received
         kept: list[bytes] = []
         head = b""
         remaining = length
@@ -344,7 +554,8 @@ class Handler(BaseHTTPRequestHandler):
                     kept.append(chunk)
                 elif len(head) < _HEAD:
                     head += chunk[: _HEAD - len(head)]
-                received.feed(chunk)
+                if stream:
+                    received.feed(chunk)
             received.complete = remaining == 0
             body = b"".join(kept)
             if received.complete and parse and stream:
@@ -359,12 +570,9 @@ class Handler(BaseHTTPRequestHandler):
         return received
 
     def _service(
-        self, received: Received, fault: Fault | None, arrived: float
+        self, received: Received, fault: Fault | None, arrived: float, request_id: str | None
     ) -> tuple[int, bytes]:
         sim = self.server.sim
-        request_id = self.fields.get("x-ch-request-id")
-        if not self._is_soap():
-            raise RejectError(415, b"unsupported media type\n", "text/plain")
         if received.refusal is not None:
             if received.refusal.server_side:
                 raise server_fault(
@@ -375,33 +583,41 @@ class Handler(BaseHTTPRequestHandler):
             raise client_fault(
                 "the request differs from the contract's form: " + " | ".join(received.deviations)
             )
-        root = received.root
-        assert root is not None
-        try:
-            payload = soap_payload(root)
-        except ReadError as exc:
-            raise client_fault(exc.message) from None
-        if root.tag != ENVELOPE:
-            raise client_fault("only SOAP 1.1 envelopes are accepted")
-        name = etree.QName(payload)
-        handler = HANDLERS.get(name.localname) if name.namespace == NAMESPACE else None
-        if handler is None:
-            if name.namespace == NAMESPACE:
-                raise client_fault(f"the operation {name.localname} is not simulated")
-            raise client_fault(f"unknown operation {name.text}")
+        parts = received.envelope
+        if parts is not None and parts.count == 1 and parts.payload is not None:
+            payload = parts.payload  # as soap_payload would find it
+        else:
+            root = received.root
+            assert root is not None
+            try:
+                payload = soap_payload(root)
+            except ReadError as exc:
+                raise client_fault(exc.message) from None
+            if root.tag != ENVELOPE:
+                raise client_fault("only SOAP 1.1 envelopes are accepted")
+        name = _OPERATION_TAGS.get(payload.tag)
+        handler = None if name is None else HANDLERS.get(name)
+        if name is None or handler is None:
+            qname = etree.QName(payload)
+            if qname.namespace == NAMESPACE:
+                raise client_fault(f"the operation {qname.localname} is not simulated")
+            raise client_fault(f"unknown operation {qname.text}")
         # The documents' base64 was checked while it was decoded; here it is absent.
-        issues = schema_issues(payload, max_issues=1)
-        if issues:
-            raise client_fault(f"{issues[0].path}: {issues[0].message}")
-        request = read_payload(payload, OPERATIONS[name.localname].input)
+        if not default_validator().is_valid(payload):
+            issue = schema_issues(payload, max_issues=1)[0]
+            raise client_fault(f"{issue.path}: {issue.message}")
+        request = read_payload(payload, _INPUTS[name])
         auth_mode = self._authenticate(request.user_id, request.str_pin)
-        if isinstance(fault, Html500):
-            return 500, b"<html><body><h1>500 Internal Server Error</h1></body></html>"
-        if isinstance(fault, HttpStatus):
-            return fault.status, f"{fault.status} simulated\n".encode()
-        if isinstance(fault, SoapFault):
-            return 500, fault_envelope(fault.code, fault.text)
-        error = WSError(fault.code, fault.text) if isinstance(fault, WsError) else WSError(0, "")
+        error = _NO_ERROR
+        if fault is not None:
+            if isinstance(fault, Html500):
+                return 500, b"<html><body><h1>500 Internal Server Error</h1></body></html>"
+            if isinstance(fault, HttpStatus):
+                return fault.status, f"{fault.status} simulated\n".encode()
+            if isinstance(fault, SoapFault):
+                return 500, fault_envelope(fault.code, fault.text)
+            if isinstance(fault, WsError):
+                error = WSError(fault.code, fault.text)
         call = Call(
             sim._state,
             request,
@@ -412,7 +628,8 @@ class Handler(BaseHTTPRequestHandler):
             error,
             arrived,
         )
-        return 200, b"".join(envelope(handler(call)))
+        answer = handler(call)
+        return 200, _fixed(answer) if type(answer) in _FIXED_SHAPES else document(answer)
 
     def _authenticate(self, user_id: str, pin: str) -> str:
         """The contract's two rules; anything else is HTTP 401."""
@@ -464,6 +681,9 @@ class Handler(BaseHTTPRequestHandler):
         drip: float = 0,
         reset: bool = False,
     ) -> None:
+        if not drip and not reset and self.request_version != "HTTP/0.9":
+            self._send_whole(status, headers, body)
+            return
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
@@ -488,6 +708,94 @@ class Handler(BaseHTTPRequestHandler):
                     return
             return
         self.wfile.write(body)
+
+    def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        """The answer in one write, head and body (as send_response, send_header and
+        end_headers would write them, in two): each write lets another thread run."""
+        self.log_request(status)
+        head = [f"{_status_line(self, status)}Date: {_http_date()}\r\n"]
+        for key, value in headers.items():
+            head.append(f"{key}: {value}\r\n")
+        head.append(f"Content-Length: {len(body)}\r\n\r\n")
+        data = "".join(head).encode("latin-1", "strict")
+        if self.command == "HEAD":
+            self.wfile.write(data)
+        elif len(body) <= _CHUNK:
+            self.wfile.write(data + body)
+        else:
+            self.wfile.write(data)
+            self.wfile.write(body)
+
+
+_date = (0, "")  # the Date header of the current second, shared by every thread
+# Each status's first line and Server header, as send_response writes them.
+_STATUS_LINES: dict[int, str] = {}
+
+
+def _status_line(handler: Handler, status: int) -> str:
+    """The status line and the Server header, as send_response writes them."""
+    found = _STATUS_LINES.get(status)
+    if found is None:
+        reason = handler.responses[status][0] if status in handler.responses else ""
+        found = f"{handler.protocol_version} {status} {reason}\r\n"
+        found += f"Server: {handler.server_version} {handler.sys_version}\r\n"
+        _STATUS_LINES[status] = found
+    return found
+
+
+def _http_date() -> str:
+    global _date
+    now = int(time.time())
+    second, text = _date
+    if second != now:
+        text = email.utils.formatdate(now, usegmt=True)
+        _date = (now, text)
+    return text
+
+
+class _LineTooLongError(Exception):
+    """A header line longer than the standard library's limit."""
+
+
+#: Answers with no list in them (a report's: success, or the few errors), of which a
+#: simulator writes the same few again and again: each value written once, then reused.
+def _has_lists(cls: type[Any]) -> bool:
+    return any(
+        f.repeated or (f.complex_type is not None and _has_lists(f.complex_type))
+        for f in cls.__xml__.fields
+    )
+
+
+_FIXED_SHAPES = frozenset(op.output for op in OPERATIONS.values() if not _has_lists(op.output))
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed(answer: object) -> bytes:
+    return document(answer)
+
+
+def _activity_id() -> str:
+    """A random version 4 UUID, as uuid.uuid4() spells it."""
+    n = (_ids.getrandbits(128) & ~_UUID_FIXED) | _UUID_V4
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _limit_waits(sock: socket.socket, seconds: int) -> None:
+    """End any single read or write on ``sock`` that waits longer than ``seconds``: a read
+    then gives what came (nothing: the connection is closed as idle), a write raises
+    OSError. Set in the kernel, so reads and writes are plain system calls; where the
+    options are missing, a Python time-out does it."""
+    value = (
+        struct.pack("I", seconds * 1000)  # Windows takes milliseconds
+        if sys.platform == "win32"
+        else struct.pack("ll", seconds, 0)  # a struct timeval
+    )
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    except (OSError, AttributeError):
+        sock.settimeout(seconds)
 
 
 def _query_token(query: str) -> str | None:

@@ -45,13 +45,13 @@ def token_endpoint(handler: Handler) -> None:
         handler.close_connection = True
         handler.log_request("no answer: the request ended early")
         return
-    content_type = handler.headers.get("Content-Type", "")
+    content_type = handler.fields.get("content-type", "")
     if not content_type.startswith("application/x-www-form-urlencoded"):
         send_json(handler, 400, {"error": "invalid_request"})
         return
     form = {k: v[0] for k, v in parse_qs(received.body.decode("utf-8", "replace")).items()}
     client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
-    basic = handler.headers.get("Authorization", "")
+    basic = handler.fields.get("authorization", "")
     if basic.lower().startswith("basic "):
         try:
             decoded = base64.b64decode(basic[6:].strip(), validate=True).decode()

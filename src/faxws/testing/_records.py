@@ -92,6 +92,48 @@ class ReceivedRequest:
         if self.body_size < 0:
             object.__setattr__(self, "body_size", len(self.body))
 
+    @classmethod
+    def _received(
+        cls,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        operation: str | None,
+        body_size: int,
+        body_retained: bool,
+        deviations: tuple[str, ...],
+        received_at: float,
+        secrets: frozenset[str],
+    ) -> ReceivedRequest:
+        """The record of a request as it arrived (not answered yet), as the constructor
+        makes it, made once per request: without its frozen fields' setattr calls."""
+        new = object.__new__(cls)
+        new.__dict__.update(
+            method=method,
+            path=path,
+            headers=headers,
+            body=body,
+            operation=operation,
+            body_size=body_size,
+            body_retained=body_retained,
+            deviations=deviations,
+            received_at=received_at,
+            status=None,
+            refusal=None,
+            fault=None,
+            _secrets=secrets,
+        )
+        return new
+
+    def _with(self, changes: dict[str, object]) -> ReceivedRequest:
+        """A copy with ``changes`` to fields set by the simulator (how the request was
+        answered, its body dropped), made once or twice per request: without
+        dataclasses.replace, which runs the whole constructor again."""
+        new = object.__new__(ReceivedRequest)
+        new.__dict__.update(self.__dict__, **changes)
+        return new
+
     def header(self, name: str) -> str | None:
         """A header value by case-insensitive name."""
         for key, value in self.headers.items():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import dataclasses
 import itertools
 import secrets
 import sqlite3
@@ -124,7 +123,7 @@ class State:
         index = number - self._first
         old = self.requests[index]
         self._retained_bytes -= len(old.body)
-        self.requests[index] = dataclasses.replace(old, body=b"", body_retained=False)
+        self.requests[index] = old._with({"body": b"", "body_retained": False})
 
     def settle(
         self,
@@ -141,17 +140,19 @@ class State:
             index = number - self._first
             if generation != self._generation or index < 0:
                 return
-            old = self.requests[index]
-            self.requests[index] = dataclasses.replace(
-                old,
-                status=old.status if status is None else status,
-                refusal=old.refusal if refusal is None else refusal,
-                fault=old.fault if fault is None else fault,
-            )
+            changes: dict[str, object] = {}
+            if status is not None:
+                changes["status"] = status
+            if refusal is not None:
+                changes["refusal"] = refusal
+            if fault is not None:
+                changes["fault"] = fault
+            self.requests[index] = self.requests[index]._with(changes)
 
-    def secrets_of(self, headers: Mapping[str, str]) -> frozenset[str]:
-        """What a record of a request with ``headers`` must never show: the accounts'
-        secrets (the demo account's are public) and the request's own credential."""
+    def secrets_of(self, fields: Mapping[str, str]) -> frozenset[str]:
+        """What a record of a request with header ``fields`` (by lower-case name) must
+        never show: the accounts' secrets (the demo account's are public) and the request's
+        own credential."""
         if self._secrets_for is not self.accounts:
             self._account_secrets = frozenset(
                 s
@@ -160,8 +161,10 @@ class State:
                 if s and s not in PUBLIC
             )
             self._secrets_for = self.accounts
+        authorization = fields.get("authorization", "")
+        if not authorization:
+            return self._account_secrets | self.extra_secrets
         found = set(self._account_secrets) | self.extra_secrets
-        authorization = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         scheme, _, credential = authorization.strip().partition(" ")
         credential = credential.strip() or scheme
         if credential:
@@ -197,9 +200,10 @@ class State:
         return None
 
     def pin_matches(self, user_id: str, pin: str) -> bool:
-        return any(
-            a.user_id == user_id and a.pin is not None and same(a.pin, pin) for a in self.accounts
-        )
+        for a in self.accounts:
+            if a.user_id == user_id and a.pin is not None and same(a.pin, pin):
+                return True
+        return False
 
     def client(self, client_id: str, client_secret: str) -> Account | None:
         for a in self.accounts:

@@ -1,0 +1,427 @@
+"""The simulator's own HTTP reading (request line and headers without the email package), its
+one-write answers and idle limit, and the shortcuts of its request path, each against what
+it replaces."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import io
+import socket
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from faxws._reader import _READERS, _Reader, _reader, read_payload
+from faxws._request_reader import RequestReader
+from faxws._wire import document, envelope
+from faxws.bindings import (
+    OPERATIONS,
+    FaxJobFile,
+    FaxJobFiles,
+    FaxJobId,
+    FaxJobIds,
+    FaxJobRecipient,
+    FaxJobRecipients,
+    FaxSendResponse,
+    GetFaxBroadcastReport,
+    GetFaxBroadcastReportResponse,
+    SendFax,
+    WSError,
+)
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, _http
+from faxws.testing._documents import Received
+from faxws.testing._records import ReceivedRequest
+
+REPORT = (
+    '<?xml version="1.0" encoding="utf-8"?>\n<soap:Envelope xmlns:soap='
+    '"http://schemas.xmlsoap.org/soap/envelope/"><soap:Header/><soap:Body>'
+    f'<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>{DEMO_USER_ID}</UserID>'
+    f"<strPIN>{DEMO_PIN}</strPIN><JobId>J1</JobId><RecipientType>0</RecipientType>"
+    "<RecipAddress/></GetFaxBroadcastReport></soap:Body></soap:Envelope>"
+).encode()
+
+
+def request(headers: str, body: bytes = REPORT, line: str = "POST /fax/v5 HTTP/1.1") -> bytes:
+    """A request with ``headers`` (CRLF-separated lines) and a Content-Length for ``body``."""
+    length = f"Content-Length: {len(body)}\r\n" if body else ""
+    return f"{line}\r\n{headers}{length}\r\n".encode("latin-1") + body
+
+
+def exchange(sim: FaxWSSimulator, data: bytes) -> bytes:
+    """Send ``data`` and end the sending side; everything the simulator answers until it
+    closes."""
+    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that hands ``data`` over ``step`` bytes at a time, as a slow client would."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self._data, self._step = data, step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self._step, len(self._data))
+        buffer[:n], self._data = self._data[:n], self._data[n:]
+        return n
+
+
+class _Writes:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.writes.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def serve(sim: FaxWSSimulator, data: bytes, step: int = 1 << 20) -> list[bytes]:
+    """One request handled by the simulator's handler from memory: what it wrote, each
+    write apart."""
+    handler = object.__new__(_http.Handler)
+    handler.server = sim._server  # type: ignore[assignment]
+    handler.client_address = ("127.0.0.1", 0)
+    handler.rfile = io.BufferedReader(_Trickle(data, step))
+    out = _Writes()
+    handler.wfile = out  # type: ignore[assignment]
+    handler.close_connection = True
+    handler.handle_one_request()
+    return out.writes
+
+
+@pytest.fixture
+def sim() -> Iterator[FaxWSSimulator]:
+    with FaxWSSimulator() as simulator:
+        yield simulator
+
+
+# -- headers ---------------------------------------------------------------------------------
+
+
+def test_headers_are_recorded_as_sent_the_first_of_a_name_kept(sim: FaxWSSimulator) -> None:
+    headers = (
+        "Host: 127.0.0.1\r\nContent-Type: application/soap+xml; charset=utf-8\r\n"
+        "SOAPAction: \r\nx-ch-request-id:  rid-1 \r\nX-Twice: first\r\nX-Twice: second\r\n"
+        "x-weird-token!#$%&'*+.^_`|~: v\tw\r\n"
+    )
+    answer = exchange(sim, request(headers))
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert b"x-ch-request-id: rid-1\r\n" in answer
+    (record,) = sim.requests
+    assert record.headers == {
+        "Host": "127.0.0.1",
+        "Content-Type": "application/soap+xml; charset=utf-8",
+        "SOAPAction": "",
+        "x-ch-request-id": "rid-1",
+        "X-Twice": "first",
+        "x-weird-token!#$%&'*+.^_`|~": "v\tw",
+        "Content-Length": str(len(REPORT)),
+    }
+    assert record.deviations == ()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Bad Header: x",  # a space in the name
+        " folded: x",  # an obsolete folded line
+        "no colon",
+        ": no name",
+        "X-A: a\rb",  # a CR inside a value
+        "X-A: a\0b",
+        "Caf\xe9: x",  # a name that is not a token
+    ],
+)
+def test_a_header_line_that_is_not_name_colon_value_is_refused(
+    sim: FaxWSSimulator, line: str
+) -> None:
+    smuggled = "Transfer-Encoding: chunked\r\n"  # never taken for a header of this request
+    answer = exchange(sim, request(f"Host: x\r\n{line}\r\n{smuggled}"))
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+    assert answer.count(b"HTTP/1.1 ") == 1  # the connection closed: nothing else was read
+    assert sim.requests == []
+
+
+@pytest.mark.parametrize("step", [1, 7, 64, 100_000])
+def test_headers_arriving_in_pieces_are_read_as_when_they_arrive_at_once(
+    sim: FaxWSSimulator, step: int
+) -> None:
+    headers = 'Host: x\r\nContent-Type: text/xml\r\nSOAPAction: ""\r\nX-Twice: 1\r\nX-Twice: 2\r\n'
+    writes = serve(sim, request(headers), step)
+    assert writes[0].startswith(b"HTTP/1.1 200 ")
+    (record,) = sim.requests
+    assert record.headers == {
+        "Host": "x",
+        "Content-Type": "text/xml",
+        "SOAPAction": '""',
+        "X-Twice": "1",
+        "Content-Length": str(len(REPORT)),
+    }
+
+
+def test_bare_line_feeds_end_header_lines_too(sim: FaxWSSimulator) -> None:
+    whole = request("Host: x\r\nContent-Type: text/xml\r\nSOAPAction: \r\n")
+    assert exchange(sim, whole.replace(b"\r\n", b"\n")).startswith(b"HTTP/1.1 200 ")
+    mixed = whole.replace(b"\r\n", b"\n", 3)  # the request line and two headers
+    assert exchange(sim, mixed).startswith(b"HTTP/1.1 200 ")
+    assert [r.header("content-type") for r in sim.requests] == ["text/xml", "text/xml"]
+
+
+def test_too_many_or_too_long_header_lines_get_431(sim: FaxWSSimulator) -> None:
+    get = "GET /nowhere HTTP/1.1"
+    hundred = "".join(f"X-{n}: {n}\r\n" for n in range(99)) + "Host: x\r\n"
+    assert exchange(sim, request(hundred, b"", get)).startswith(b"HTTP/1.1 404 ")
+    many = hundred + "X-One-Too-Many: 1\r\n"
+    assert exchange(sim, request(many, b"", get)).startswith(b"HTTP/1.1 431 ")
+    long_line = f"Host: x\r\nX-Long: {'a' * 70_000}\r\n"
+    assert exchange(sim, request(long_line, b"", get)).startswith(b"HTTP/1.1 431 ")
+
+
+class _Plain(BaseHTTPRequestHandler):
+    """The standard library's handler, answering 200 to any POST."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "POST /fax/v5 HTTP/1.1",
+        "POST /fax/v5 HTTP/1.0",
+        "POST /fax/v5 HTTP/1.x",
+        "POST /fax/v5 HTTP/1.1.1",
+        "POST /fax/v5 HTTP/01.01",
+        "POST /fax/v5 HTTP/2.0",
+        "POST /fax/v5 HTTP/1.1 extra",
+        "POST /fax/v5",  # HTTP/0.9 knows only GET
+        "POST //fax/v5 HTTP/1.1",  # "//path" is a path
+        "   ",
+    ],
+)
+def test_the_request_line_is_read_by_the_standard_librarys_rules(
+    sim: FaxWSSimulator, line: str
+) -> None:
+    data = request("Host: x\r\nContent-Type: text/xml\r\nSOAPAction: \r\n", line=line)
+    plain = ThreadingHTTPServer(("127.0.0.1", 0), _Plain)
+    thread = threading.Thread(target=plain.serve_forever)
+    thread.start()
+    try:
+        with socket.create_connection(plain.server_address[:2], timeout=30) as sock:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+            expected = b""
+            while chunk := sock.recv(65536):
+                expected += chunk
+    finally:
+        plain.shutdown()
+        thread.join()
+        plain.server_close()
+    # The status line, or the start of the page an HTTP/0.9 answer is (nothing for no line).
+    assert exchange(sim, data)[:12] == expected[:12]
+
+
+def test_expect_100_continue_is_answered_before_the_body(sim: FaxWSSimulator) -> None:
+    head, _, body = request(
+        "Host: x\r\nContent-Type: text/xml\r\nExpect: 100-continue\r\n"
+    ).partition(b"\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
+        sock.sendall(head + b"\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n")
+        sock.sendall(body)
+        assert b"HTTP/1.1 200 " in sock.recv(65536)
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def test_an_answer_is_one_write_with_the_standard_head(sim: FaxWSSimulator) -> None:
+    writes = serve(sim, request("Host: x\r\nContent-Type: text/xml\r\n"))
+    assert len(writes) == 1  # head and body together
+    head, _, body = writes[0].partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.1 200 OK"
+    assert lines[1] == f"Server: {_http.Handler.server_version} {_http.Handler.sys_version}"
+    assert lines[2].startswith("Date: ")
+    assert lines[2].endswith(" GMT")
+    assert lines[3] == "Content-Type: application/soap+xml; charset=utf-8"
+    assert uuid.UUID(lines[4].removeprefix("x-ch-activity-id: ")).version == 4
+    assert lines[5].startswith("x-ch-execution-time: ")
+    assert lines[6] == f"Content-Length: {len(body)}"
+    assert b"<return>false</return>" in body  # job J1 is unknown
+
+
+def test_activity_ids_are_version_4_uuids_and_differ() -> None:
+    ids = {_http._activity_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
+
+
+def test_head_gets_the_head_alone(sim: FaxWSSimulator) -> None:
+    answer = exchange(sim, b"HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ")
+    assert b"Content-Length: " in head
+    assert rest == b""
+
+
+def test_an_idle_connection_is_closed_after_the_idle_limit(
+    sim: FaxWSSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_http, "IDLE", 1)
+    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # closed by the simulator, not by this time-out
+        assert time.monotonic() - started < 25
+
+
+# -- the request path's shortcuts -------------------------------------------------------------
+
+
+def test_a_record_made_at_arrival_equals_the_constructors() -> None:
+    fields = {
+        "method": "POST",
+        "path": "/fax/v5",
+        "headers": {"Host": "x"},
+        "body": b"<x/>",
+        "operation": "SendFax",
+        "body_size": 4,
+        "body_retained": True,
+        "deviations": ("d",),
+        "received_at": 1.5,
+    }
+    made = ReceivedRequest._received(*fields.values(), frozenset({"s"}))  # type: ignore[arg-type]
+    built = ReceivedRequest(**fields, _secrets=frozenset({"s"}))  # type: ignore[arg-type]
+    assert made == built
+    assert made.__dict__ == built.__dict__
+    changed = {"status": 200, "refusal": "r", "fault": "f", "body": b"", "body_retained": False}
+    assert made._with(changed).__dict__ == dataclasses.replace(built, **changed).__dict__
+    assert made.status is None  # a copy, the record itself unchanged
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>1</RecipientType>"
+        b"<RecipAddress>a</RecipAddress>",
+        # out of order, an element holding elements, a repeated, an unknown, a missing one
+        b"<JobId>j</JobId><UserID>u</UserID><strPIN>p</strPIN><RecipientType> 7 </RecipientType>"
+        b"<RecipAddress/>",
+        b"<UserID><x/></UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>1</RecipientType>"
+        b"<RecipAddress/>",
+        b"<UserID>u</UserID><UserID>v</UserID><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>1</RecipientType><RecipAddress/>",
+        b"<UserID>u</UserID><Extra/><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>1</RecipientType><RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><RecipientType>1</RecipientType><RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>x</RecipientType>"
+        b"<RecipAddress/>",
+    ],
+)
+def test_the_one_pass_reader_reads_as_the_general_one(payload: bytes) -> None:
+    element = etree.fromstring(
+        b'<GetFaxBroadcastReport xmlns="urn:FaxWS">' + payload + b"</GetFaxBroadcastReport>"
+    )
+    one_pass = _reader(GetFaxBroadcastReport)
+    general = _Reader(GetFaxBroadcastReport)
+    general._tags = None  # no shortcut: every element looked at in turn
+
+    def outcome(read: Callable[..., object]) -> object:
+        unknown: list[tuple[str, str]] = []
+        try:
+            return read(element, unknown), unknown
+        except Exception as exc:  # the error itself is compared
+            return (type(exc), str(exc))
+
+    assert outcome(one_pass.read) == outcome(general.read)
+    assert GetFaxBroadcastReport in _READERS
+
+
+def test_answers_are_written_whole_as_the_envelope_writes_them() -> None:
+    answers = [
+        GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, "")),
+        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(-5019, "Invalid <Job> ID")),
+        FaxSendResponse(
+            return_=True,
+            fax_job_ids=FaxJobIds((FaxJobId("SIM1"), FaxJobId("SIM2"))),
+            ttfp=30,
+            ws_error=WSError(0, ""),
+        ),
+    ]
+    for answer in answers:
+        assert document(answer) == b"".join(envelope(answer))
+    with_document = SendFax(
+        "u",
+        "p",
+        FaxJobRecipients((FaxJobRecipient("+1 5", "", "", "", ""),)),
+        FaxJobFiles((FaxJobFile(1, 101, b"%PDF"),)),
+    )
+    with pytest.raises(ValueError, match="holds documents"):
+        document(with_document)
+
+
+def test_a_parsed_request_is_freed_without_the_garbage_collector(tmp_path: object) -> None:
+    body = REPORT
+    gc.collect()
+    gc.disable()
+    try:
+        received = Received(tmp_path, stream=False)  # type: ignore[arg-type]
+        received.parse(body)
+        assert received.envelope is not None
+        assert received.operation == "GetFaxBroadcastReport"
+        gone = weakref.ref(received)
+        del received
+        assert gone() is None  # no reference cycle held it
+    finally:
+        gc.enable()
+
+
+def test_a_report_request_is_read_as_it_is_sent() -> None:
+    reader_ = RequestReader(lambda item: None, stream=False)  # type: ignore[arg-type,return-value]
+    reader_.parse(REPORT)
+    assert reader_.envelope is not None
+    assert reader_.envelope.payload is not None
+    sent = read_payload(reader_.envelope.payload, OPERATIONS["GetFaxBroadcastReport"].input)
+    assert sent == GetFaxBroadcastReport(DEMO_USER_ID, DEMO_PIN, "J1", 0, "")
+
+
+def test_only_answers_without_lists_are_written_once_per_value() -> None:
+    assert {GetFaxBroadcastReportResponse} == _http._FIXED_SHAPES
+    answers = [
+        GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, "")),
+        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(-5019, "Invalid Job ID")),
+        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(7, "x & <y>")),
+    ]
+    for answer in answers * 2:
+        assert _http._fixed(answer) == document(answer)
+    equal = GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
+    assert _http._fixed(equal) is _http._fixed(answers[0])  # one value, written once
