@@ -51,8 +51,10 @@ check-bindings: $(VENV)/.test-installed
 demo: $(VENV)/.test-installed
 	$(PY) scripts/demo.py
 
-# Benchmarks against their baselines (plain zeep, and the floor: a prebuilt body posted with
-# requests). bench-smoke runs the same code with tiny sizes; the test suite runs it too.
+# Benchmarks against their floors (the same request prebuilt and sent with plain requests, a
+# document streamed in the same chunks, `python -c pass`) and plain zeep as a peer, each ratio
+# the median of three or more rounds. bench-smoke runs the same code with tiny sizes; the test
+# suite runs it too.
 bench: $(VENV)/.test-installed
 	$(PY) benchmarks/bench.py
 

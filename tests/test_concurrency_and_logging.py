@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import responses
 from requests import PreparedRequest
 
-from conftest import URL, CaptureServer, Face, http_reply, send_response
+from conftest import (
+    URL,
+    CaptureServer,
+    Face,
+    http_reply,
+    report_response,
+    send_response,
+)
 from faxws import FaxClient, FaxFile, FaxWSError, Recipient
 
 
@@ -36,6 +44,45 @@ def test_eight_threads_share_one_client(mocked: responses.RequestsMock) -> None:
         assert (result_rid, job_id, activity) == (rid, f"JOB-{rid}", f"act-{rid}")
     sent = sorted(c.request.headers["x-ch-request-id"] for c in mocked.calls)
     assert sent == sorted(f"t{n}" for n in range(400))
+
+
+#: The thread count the README documents for one client with the default pool.
+DOCUMENTED_THREADS = 32
+
+
+def test_the_default_pool_fits_the_documented_threads(
+    capture_server: type[CaptureServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """32 threads share a default client, in rounds: every call of a round in flight at once
+    (the server answers none until it holds all 32), and every thread done with it (its
+    connection back in the pool) before the next starts. The pool keeps every connection, so
+    the rounds after the first open none, and urllib3 never discards one ("Connection pool is
+    full")."""
+    rounds = 4
+    together = threading.Barrier(DOCUMENTED_THREADS, timeout=20)
+    round_done = threading.Barrier(DOCUMENTED_THREADS, timeout=20)
+
+    def answer_all_at_once(raw: bytes) -> bytes:
+        try:
+            together.wait()
+        except threading.BrokenBarrierError:
+            return b""  # close unanswered: the calls fail rather than wait
+        return http_reply(report_response())
+
+    server = capture_server(answer_all_at_once)
+    caplog.set_level(logging.WARNING, logger="urllib3")
+    with FaxClient(server.url, user_id="mbx1", token="tok") as client:
+
+        def calls(_: int) -> None:
+            for _ in range(rounds):
+                client.get_fax_broadcast_report("J1")
+                round_done.wait()
+
+        with ThreadPoolExecutor(DOCUMENTED_THREADS) as pool:
+            list(pool.map(calls, range(DOCUMENTED_THREADS)))
+    assert len(server.captured.requests) == DOCUMENTED_THREADS * rounds
+    assert server.captured.connections == DOCUMENTED_THREADS
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
 
 
 PIN = "PIN-MARKER-93a1"

@@ -7,6 +7,7 @@ with BadInputError before anything reaches the transport, or hands the transport
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import send_response
 from faxws import (
     AsyncFaxClient,
     BadInputError,
@@ -273,3 +275,250 @@ def test_the_writer_refuses_what_the_schema_refuses(
 def test_a_request_the_writer_writes_is_valid() -> None:
     for request_ in (_report(), _send()):
         assert validate(b"".join(envelope(request_))) == []
+
+
+def test_the_clients_tuple_forms_follow_the_bindings_order() -> None:
+    """The client writes recipients and files as tuples of values: their order must be the
+    order of the bindings' fields, or values would land in the wrong elements."""
+    from faxws import client
+
+    fields = [f.attr for f in bindings.FaxJobRecipient.__xml__.fields]
+    recipient = Recipient("+1 555 0100", "Company", "Title", "Name", "CSID")
+    by_field = dict(zip(fields, client._RECIPIENT_VALUES(recipient), strict=True))
+    assert by_field == {
+        "recip_fax_number": "+1 555 0100",
+        "recip_company": "Company",
+        "recip_title": "Title",
+        "recip_name": "Name",
+        "recip_secure_csid": "CSID",
+    }
+    (row,) = client._files([FaxFile(b"%PDF", 101, index=7)])
+    files = dict(zip([f.attr for f in bindings.FaxJobFile.__xml__.fields], row, strict=True))
+    assert (files["file_index"], files["file_type_id"]) == (7, 101)
+
+
+# -- answers the schema finds valid are read by a shorter path: the same values ----------------
+
+XML_TEXT = st.text(
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00\ufffe\uffff"),
+    max_size=8,
+).filter(lambda t: not any(ord(c) < 0x20 and c not in "\t\n\r" for c in t))
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@st.composite
+def valid_answer(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A valid FaxSendResponse or GetFaxBroadcastReportResponse, with any prefixes, white
+    space and values the schema allows."""
+    p = draw(st.sampled_from(["", "f:", "ns1:"]))
+    ns = f' xmlns{":" + p[:-1] if p else ""}="urn:FaxWS"'
+    ws = draw(st.sampled_from(["", " ", "\n  "]))
+
+    def el(name: str, text: str) -> str:
+        return (
+            f"<{p}{name}/>"
+            if text == "" and draw(st.booleans())
+            else (f"<{p}{name}>{text}</{p}{name}>")
+        )
+
+    flag = draw(st.sampled_from(["true", "false", "1", "0", " true ", "\n0\n"]))
+    code = str(draw(st.integers(-(2**31), 2**31 - 1)))
+    error = (
+        f"<{p}WSError>{ws}{el('ErrorCode', f' {code} ')}{ws}"
+        f"{el('ErrorString', _esc(draw(XML_TEXT)))}{ws}</{p}WSError>"
+    )
+    if draw(st.booleans()):
+        ids = "".join(
+            f"<{p}item>{ws}{el('JobId', _esc(j))}{ws}</{p}item>{ws}"
+            for j in draw(st.lists(XML_TEXT, max_size=5))
+        )
+        ttfp = draw(st.integers(-(2**63), 2**63 - 1))
+        body = (
+            f"<{p}FaxSendResponse{ns}>{ws}{el('return', flag)}{ws}<{p}FaxJobIds>{ws}{ids}"
+            f"</{p}FaxJobIds>{ws}{el('TTFP', f'{ws}{ttfp}{ws}')}{ws}{error}{ws}"
+            f"</{p}FaxSendResponse>"
+        )
+        operation = "SendFax"
+    else:
+        body = (
+            f"<{p}GetFaxBroadcastReportResponse{ns}>{ws}{el('return', flag)}{ws}{error}{ws}"
+            f"</{p}GetFaxBroadcastReportResponse>"
+        )
+        operation = "GetFaxBroadcastReport"
+    envelope_ = (
+        '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap='
+        f'"http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>{body}</soap:Body>'
+        "</soap:Envelope>"
+    )
+    return envelope_.encode(), operation
+
+
+@SETTINGS
+@given(answer=valid_answer())
+def test_a_valid_answer_reads_the_same_by_either_path(answer: tuple[bytes, str]) -> None:
+    from faxws._reader import _reader, parse_document, soap_payload
+
+    data, operation = answer
+    payload = soap_payload(parse_document(data))
+    reader = _reader(bindings.OPERATIONS[operation].output)
+    assert validate(data) == []
+    assert reader.trusts(payload)
+    assert reader.trusted(payload) == reader.read(payload, [])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        (b"<TTFP>30</TTFP>", b"<TTFP>30</TTFP><Extra/>"),  # unknown element: general path
+        (b"<JobId>J1</JobId>", b"<JobId>J1</JobId><JobId>J2</JobId>"),  # too many
+        (b"<TTFP>30</TTFP>", b"<TTFP>x</TTFP>"),  # not a long
+    ],
+)
+def test_an_answer_the_schema_refuses_takes_the_general_path(edit: tuple[bytes, bytes]) -> None:
+    from conftest import send_response
+    from faxws._reader import _reader, parse_document, soap_payload
+
+    data = send_response(["J1"], ttfp=30).replace(b"f:", b"").replace(b"xmlns:f=", b"xmlns=")
+    assert edit[0] in data
+    payload = soap_payload(parse_document(data.replace(*edit)))
+    assert not _reader(bindings.FaxSendResponse).trusts(payload)
+
+
+# -- found by attacking the above: each a case of its class --------------------------------------
+
+
+class _Adds(str):
+    """Like markupsafe.Markup: its own + escapes the other side."""
+
+    def __add__(self, other: object) -> str:
+        return str.__add__(self, str(other).replace("<", "&lt;"))
+
+    def __radd__(self, other: object) -> str:
+        return str(other).replace("<", "&lt;") + str(self)
+
+
+class _Falsy(str):
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _Named(str):
+    def __str__(self) -> str:
+        return "something else"
+
+    def __format__(self, spec: str) -> str:
+        return "something else"
+
+
+class _Member(str, enum.Enum):
+    MAIN = "ACME"
+
+
+@pytest.mark.parametrize("kind", [_Adds, _Falsy, _Named, lambda text: _Member(text)])
+@FACES
+def test_a_str_subclass_is_sent_as_its_text(face: str, kind: Callable[[str], str]) -> None:
+    """Whatever a str subclass does with +, bool(), len(), str() or format(), the bytes sent
+    are those of its text, as for a plain str."""
+
+    def call(company: str) -> Callable[[Any], Any]:
+        recipient = Recipient("+1 555 0100", company=company, name="Bob")
+        return lambda c: c.send_fax([recipient, "+1 555 0101"], [FaxFile(b"%PDF", 101)])
+
+    plain = _outcome(face, call("ACME"))
+    assert plain is not None
+    assert _outcome(face, call(kind("ACME"))) == plain
+
+
+def test_a_recipient_subclass_cannot_skip_the_checks() -> None:
+    class Lenient(Recipient):
+        def __post_init__(self) -> None:
+            pass
+
+    for recipient, field, problem in [
+        (Lenient("+1 555 0100", name="Dr.\x0cNo"), "recipients[0].name", "contains U+000C"),
+        (Lenient("---"), "recipients[0].fax_number", "'---' has no digits"),
+        (Lenient("+1 555 0100", title=7), "recipients[0].title", "must be a str, not int"),  # type: ignore[arg-type]
+    ]:
+        client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+        client._caller.call = _sync_call
+        with pytest.raises(BadInputError) as info:
+            client.send_fax([recipient], [FaxFile(b"%PDF", 101)])
+        client.close()
+        assert info.value.field == field
+        assert info.value.problem.startswith(problem)
+
+
+def test_the_job_id_count_is_that_of_the_request_sent(caplog: pytest.LogCaptureFixture) -> None:
+    """A sequence whose length changes after the request was built (another thread editing
+    the caller's list) does not make a right answer look wrong."""
+    from faxws._http import RawResponse
+
+    class Growing(list[str]):
+        def __len__(self) -> int:
+            return super().__len__() + (1 if getattr(self, "built", False) else 0)
+
+    numbers = Growing(["+1 555 0100", "+1 555 0101"])
+    client = FaxClient("https://fax.example.com", user_id="u", pin="1")
+
+    def answer(*args: Any, **kw: Any) -> RawResponse:
+        numbers.built = True  # type: ignore[attr-defined]
+        return RawResponse(200, {}, send_response(["J1", "J2"]), 0.0)
+
+    client._caller.call = answer
+    caplog.set_level("WARNING", logger="faxws")
+    assert client.send_fax(numbers, [FaxFile(b"%PDF", 101)]).job_ids == ("J1", "J2")
+    assert not [r for r in caplog.records if "job ids for" in r.getMessage()]
+
+
+@pytest.mark.parametrize("padding", [0, 3000])
+def test_an_integer_of_many_leading_zeros_is_read_alike_by_both_paths(padding: int) -> None:
+    """The general reader refuses integers of more than 25 characters; the path for valid
+    answers of 2 KiB or more does too, so the answer's size decides nothing."""
+    from faxws import ProtocolError
+    from faxws._reader import interpret
+
+    data = send_response(["J1"], ttfp=45).replace(b">45<", b">" + b"0" * 30 + b"45<")
+    data = data.replace(b"</f:FaxSendResponse>", b"</f:FaxSendResponse>" + b" " * padding)
+    assert len(data) >= 2048 or padding == 0
+    with pytest.raises(ProtocolError) as info:
+        interpret(bindings.SEND_FAX, 200, data, "rid", str)
+    assert info.value.message == "/FaxSendResponse/TTFP is not an integer: '" + "0" * 30 + "45'"
+
+
+def test_an_empty_type_is_written_as_before() -> None:
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from faxws._xsd import XmlField, XmlType
+
+    @dataclass(frozen=True)
+    class Empty:
+        __xml__: ClassVar[XmlType] = XmlType("Empty", ())
+
+    @dataclass(frozen=True)
+    class Holder:
+        item: tuple[Empty, ...]
+        __xml__: ClassVar[XmlType] = XmlType(
+            "Holder", (XmlField("item", "item", "", Empty, 0, None),)
+        )
+
+    body = b"".join(envelope(Holder((Empty(), Empty()))))
+    assert b'<Holder xmlns="urn:FaxWS"><item></item><item></item></Holder>' in body
+
+
+def test_a_lone_surrogate_past_the_checks_is_refused_with_nothing_chained() -> None:
+    request = bindings.GetFaxBroadcastReport("u", "SECRET-PIN", "J\ud800", 0, "")
+    with pytest.raises(BadInputError) as info:
+        envelope(request)
+    assert (info.value.field, info.value.problem) == (
+        "/GetFaxBroadcastReport",
+        "contains U+D800, which XML cannot carry",
+    )
+    assert info.value.__context__ is None
+    assert info.value.__cause__ is None

@@ -45,6 +45,7 @@ except SystemExit:
 def test_cli_start_up_does_not_import_zeep(args: list[str]) -> None:
     loaded = modules_after(CLI.format(args=args))
     assert "zeep" not in loaded
+    assert "asyncio" not in loaded  # only the async client needs it
     if args != ["validate", str(SMALL)]:
         assert "requests" not in loaded
 
@@ -68,6 +69,9 @@ def test_public_names_resolve() -> None:
         _ = faxws.NoSuchName  # type: ignore[attr-defined]
 
 
+ROW_KEYS = {"figure", "value", "baseline", "ratio", "ratio_min", "ratio_max", "target", "met"}
+
+
 def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
@@ -80,22 +84,56 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
-    assert len(figures["rows"]) == 20
+    rows = figures["rows"]
+    assert len(rows) == 24
+    # Every row has the same shape, a ratio within its rounds' range, and is printed with
+    # "NO" exactly when its target did not hold.
+    printed = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    assert len(printed) == len(rows)
+    for row, line in zip(rows, printed, strict=True):
+        assert set(row) - {"peer"} == ROW_KEYS
+        assert 0 < row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
+        assert row["target"]
+        assert line.startswith(f"| {row['figure']} ")
+        assert (" | NO " in line) is not row["met"]
+    # zeep is the peer wherever it applies; the floor is the baseline everywhere else.
+    peers = [row["figure"] for row in rows if row.get("peer", "").startswith(("zeep", "import"))]
+    assert len(peers) == 8
+    assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in rows) == 2
+    assert sum("AsyncFaxClient" in row["figure"] for row in rows) == 4
+    assert sum("recipient" in row["figure"] for row in rows) == 3
+    assert sum("thread scaling" in row["figure"] for row in rows) == 2
+    assert sum(row["baseline"].startswith("python -c pass") for row in rows) == 3
+
+    # At least three rounds of every figure: min, median and max.
+    rounds = figures["rounds"]
+    assert rounds >= 3
+    per_round = {
+        **{f"cpu {name}": values for name, values in figures["cpu"].items()},
+        **{f"throughput {name}": values for name, values in figures["throughput"].items()},
+        "tokens provider": figures["token_throughput"]["provider"],
+        "tokens fixed": figures["token_throughput"]["fixed"],
+        "issues invalid": figures["many_issues"]["invalid"],
+        "issues valid": figures["many_issues"]["valid"],
+        **{f"construction {name}": values for name, values in figures["construction"].items()},
+        **{f"large {way}": figures["large"][way] for way in ("faxws", "floor", "zeep")},
+        **{f"async {name}": values for name, values in figures["async"]["rates"].items()},
+        **{f"async large {way}": figures["async"]["large"][way] for way in ("faxws", "floor")},
+        **{
+            f"recipients {size} {way}": values
+            for size, ways in figures["recipients"]["sizes"].items()
+            for way, values in ways.items()
+        },
+    }
+    assert {name: len(values) for name, values in per_round.items()} == dict.fromkeys(
+        per_round, rounds
+    )
+    assert {name: len(values) >= 3 for name, values in figures["startup"].items()} == (
+        dict.fromkeys(("floor", "import_faxws", "help", "validate", "import_zeep"), True)
+    )
     assert figures["many_issues"]["issues"] == 250
     assert figures["token_throughput"]["token_fetches"] >= 1
-    assert sum("faxws.zeep vs plain zeep" in row["figure"] for row in figures["rows"]) == 2
-    assert sum("AsyncFaxClient" in row["figure"] for row in figures["rows"]) == 4
-    rounds = figures["async"]["rounds"]
-    assert rounds >= 3  # min, median and max over rounds
-    assert {name: len(rates) for name, rates in figures["async"]["rates"].items()} == dict.fromkeys(
-        ("threaded", "async", "floor", "sync_1", "async_1"), rounds
-    )
-    assert figures["async"]["large"]["size"] == 256 * 1024
-    for row in figures["rows"]:
-        assert row["ratio"] > 0
-    large = figures["large"]
-    assert {way: large[way]["size"] for way in large} == {
-        "faxws": 256 * 1024,
-        "floor": 256 * 1024,
-        "zeep": 256 * 1024,
-    }
+    for large in (figures["large"], figures["async"]["large"]):
+        assert large["size"] == 256 * 1024
+        sends = [sent for way, sent_list in large.items() if way != "size" for sent in sent_list]
+        assert {sent["size"] for sent in sends} == {256 * 1024}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import responses
@@ -109,6 +113,49 @@ def test_connections_are_pooled(capture_server: type[CaptureServer], face: Face)
         client.get_fax_broadcast_report("J1")
     assert len(server.captured.requests) == 5
     assert server.captured.connections == 1
+
+
+def test_a_call_makes_few_system_calls_on_a_kept_connection(
+    capture_server: type[CaptureServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every system call on the socket lets go of the GIL, a chance for each other thread
+    sharing the client to take it. On a kept connection a small request goes out in one write
+    (head and body together), and the time-out is set where urllib3 sets it (twice per call)
+    and again only before a further read of the answer's head, not for each header line."""
+    answer = http_reply(report_response(), extra="X-A: 1\r\nX-B: 2\r\nX-C: 3\r\n")
+    server = capture_server(lambda raw: answer)
+    client = FaxClient(server.url, user_id="u", pin="1")
+    client.get_fax_broadcast_report("J1")  # the connection opened
+    counts: collections.Counter[str] = collections.Counter()
+    writes: list[bytes] = []
+
+    def spy(name: str) -> None:
+        original: Callable[..., Any] = getattr(socket.socket, name)
+
+        def counted(sock: socket.socket, *args: Any) -> Any:
+            try:
+                ours = sock.getpeername()[1] == server.port  # not the server's own socket
+            except OSError:
+                ours = False
+            if ours:
+                counts[name] += 1
+                if name in ("send", "sendall"):
+                    writes.append(bytes(args[0]))
+            return original(sock, *args)
+
+        monkeypatch.setattr(socket.socket, name, counted)
+
+    for name in ("send", "sendall", "settimeout", "recv_into"):
+        spy(name)
+    calls = 5
+    for _ in range(calls):
+        client.get_fax_broadcast_report("J1")
+    monkeypatch.undo()
+    client.close()
+    assert len(writes) == calls
+    assert all(w.startswith(b"POST ") and w.endswith(b"</soap:Envelope>") for w in writes)
+    assert counts["recv_into"] >= calls
+    assert counts["settimeout"] <= 2 * calls + (counts["recv_into"] - calls)
 
 
 def test_netrc_and_proxy_variables_are_ignored(

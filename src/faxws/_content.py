@@ -17,10 +17,10 @@ with a lock per object; a send holds it from :meth:`Source.open` to :meth:`Reade
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import stat
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -249,6 +249,11 @@ class BusyError(Exception):
 
 
 def _on_event_loop() -> bool:
+    # Without asyncio imported no loop can be running: the check does not import it (the
+    # command line's start-up would pay for it).
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -26,6 +26,7 @@ from faxws._soap import may_retry
 from faxws.errors import BadInputError, ConnectError, RequestTimeoutError, TransportError
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
     "MAX_INTERIM_RESPONSES",
@@ -46,6 +47,10 @@ __all__ = [
 Timeout = float | tuple[float, float]
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+#: The connections a synchronous client keeps: one for each of up to 32 threads sharing it.
+#: More threads still work, but open connections the pool cannot keep (urllib3 then warns
+#: "Connection pool is full" and closes one after each call).
+DEFAULT_MAX_CONNECTIONS = 32
 #: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
 MAX_TIMEOUT = 7 * 24 * 3600.0
 #: Interim responses read past before a final one; more is a hostile or broken server.

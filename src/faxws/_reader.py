@@ -24,6 +24,7 @@ from faxws._xsd import (
     LONG_MAX,
     LONG_MIN,
     Operation,
+    XmlField,
     XmlType,
     namespace_of,
 )
@@ -77,8 +78,7 @@ def soap_payload(root: etree._Element) -> etree._Element:
     soap_ns = _ENVELOPES.get(str(root.tag))
     if soap_ns is None:
         raise ReadError(f"the response is not a SOAP envelope (root element {_name(root)})")
-    # The first Body child (as find() would give it, without compiling a path).
-    body = next((c for c in root if c.tag == f"{{{soap_ns}}}Body"), None)
+    body = root.find(f"{{{soap_ns}}}Body")
     if body is None:
         raise ReadError("the SOAP envelope has no Body")
     children = [c for c in body if isinstance(c.tag, str)]
@@ -114,129 +114,241 @@ def _name(element: etree._Element) -> str:
     return f"{{{q.namespace}}}{q.localname}" if q.namespace else q.localname
 
 
-def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
-    """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
-    found = reader(cls)
-    if payload.tag != found.tag:
-        raise ReadError(f"expected the element {found.tag}, got {_name(payload)}")
-    return found.read(payload, found.path)
+#: Documents from this size are checked against the packaged schema and read in one pass
+#: (see _Reader.trusts); below it, a schema check costs more than it saves.
+TRUST_FROM = 2048
+
+
+def read_payload(payload: etree._Element, cls: type[Any], size: int = TRUST_FROM) -> Any:
+    """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`.
+    ``size``: the document's size in bytes, when known."""
+    xml: XmlType = cls.__xml__
+    expected = f"{{{namespace_of(cls)}}}{xml.name}"
+    if payload.tag != expected:
+        raise ReadError(f"expected the element {expected}, got {_name(payload)}")
+    reader = _reader(cls)
+    if size >= TRUST_FROM and reader.trusts(payload):
+        try:
+            return reader.trusted(payload)
+        except (ValueError, binascii.Error):  # pragma: no cover (the schema rules these out)
+            pass  # the general reader below tells what is wrong
+    unknown: list[tuple[str, str]] = []
+    try:
+        result = reader.read(payload, unknown)
+    except _Misfit as exc:
+        raise ReadError(f"{exc.before}/{xml.name}{exc.path}{exc.after}") from None
+    if unknown:
+        # The service may grow: unknown elements are tolerated.
+        where: dict[str, list[str]] = {}
+        for path, tag in unknown:
+            where.setdefault(f"/{xml.name}{path}", []).append(tag)
+        for path, tags in where.items():
+            logger.debug("ignoring unknown elements in %s: %s", path, ", ".join(sorted(tags)))
+    return result
+
+
+class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the whole path)
+    """What does not fit; the path grows as it passes up through the readers."""
+
+    def __init__(
+        self, before: str, path: str, after: str, element: etree._Element | None = None
+    ) -> None:
+        super().__init__(before + path + after)
+        self.before, self.path, self.after = before, path, after
+        self.element = element  # the child at fault, when its position is not known yet
+
+
+_SCALAR, _COMPLEX = 0, 1
 
 
 class _Reader:
-    """The reader of one generated class, compiled once from its description: each field's
-    full tag, bounds and kind worked out ahead, so that reading an element is one pass over
-    its children and one over the fields (paths are spelled out only for a message)."""
+    """The reader of one generated class, compiled once from its description: each child's
+    tag mapped to its field ahead, so that reading an element is one pass over its children.
+    Paths for messages are put together only when something does not fit."""
 
-    __slots__ = ("_cls", "_fields", "_index", "_plain", "path", "tag")
+    __slots__ = ("_bulk", "_cls", "_fields", "_index", "_plan", "_schema", "_tags", "_types")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
         namespace = namespace_of(cls)
         self._cls = cls
-        self.tag = f"{{{namespace}}}{xml.name}"
-        self.path = f"/{xml.name}"
-        self._fields = tuple(
-            (
-                f"{{{namespace}}}{f.name}",
-                f"/{f.name}",
-                f.attr,
-                f.min_occurs,
-                f.max_occurs,
-                f.repeated,
-                f.complex_type,
-                f.xsd_type,
-            )
-            for f in xml.fields
-        )
-        # Each field's place by its tag, and whether every field is a single scalar (then
-        # the one-pass read below applies).
-        self._index = {step[0]: i for i, step in enumerate(self._fields)}
-        self._plain = all(not f.repeated and f.complex_type is None for f in xml.fields)
+        self._fields = xml.fields
+        self._index = {f"{{{namespace}}}{f.name}": i for i, f in enumerate(xml.fields)}
+        flat = all(f.max_occurs == 1 and f.complex_type is None for f in xml.fields)
+        # A type of single text elements (a job id, a recipient, an error) is read in one
+        # step when its children are exactly its fields in order, as answers write them.
+        self._tags = list(self._index) if flat else None
+        self._types = [f.xsd_type for f in xml.fields]
+        # For answers the packaged schema has checked (see trusts): each field's tag, and
+        # its reader or its type.
+        self._plan = [
+            (tag, f.repeated, f.complex_type, f.xsd_type)
+            for tag, f in zip(self._index, xml.fields, strict=True)
+        ]
+        self._bulk = _bulk_reader(cls)
+        self._schema: bool | None = None  # whether the packaged schema describes cls
 
-    def read(self, element: etree._Element, path: str) -> Any:
-        if self._plain:
-            found: list[Any] = [None] * len(self._fields)
-            index = self._index
-            for child in element:
-                i = index.get(child.tag)
-                if i is None or found[i] is not None:
-                    if not isinstance(child.tag, str):
-                        continue  # an entity reference or the like, as the general way skips
-                    break  # an unknown or repeated element: read the general way
-                found[i] = child
-            else:
-                values: dict[str, Any] = {}
-                for child, (_, step, attr, low, _, _, _, xsd_type) in zip(
-                    found, self._fields, strict=True
-                ):
-                    if child is None:
-                        if low:
-                            raise ReadError(f"the response lacks {path}{step}")
-                        values[attr] = None
-                    elif xsd_type == "string" and not len(child):
-                        values[attr] = child.text or ""  # as _scalar reads it
-                    else:
-                        values[attr] = _scalar(xsd_type, child, path + step)
-                return self._cls(**values)
-        return self._read(element, path)
+    def trusts(self, element: etree._Element) -> bool:
+        """Whether ``element`` may be read by :meth:`trusted`: its class is one of the
+        packaged bindings (generated from the packaged schema), and that schema finds the
+        element valid, with no comment, processing instruction or entity in it. Then its
+        children are exactly its fields, in order, each holding what its type allows; the
+        general reader would find the same values, only slower."""
+        if self._schema is None:
+            self._schema = _packaged(self._cls)
+        if not self._schema:
+            return False
+        if next(element.iter(etree.Comment, etree.ProcessingInstruction, etree.Entity), None):
+            return False
+        from faxws.validation import default_validator  # loads lxml's schema on first use
 
-    def _read(self, element: etree._Element, path: str) -> Any:
-        by_name: dict[str, list[etree._Element]] = {}
-        for child in element:
-            tag = child.tag
-            if not isinstance(tag, str):
-                continue
-            same = by_name.get(tag)
-            if same is None:
-                by_name[tag] = [child]
+        return not default_validator()._validate(element)
+
+    def trusted(self, element: etree._Element) -> Any:
+        """The instance a schema-valid ``element`` holds (see :meth:`trusts`)."""
+        if self._bulk is not None:
+            return self._bulk(element)
+        children = list(element)
+        tags = [c.tag for c in children]
+        values: list[Any] = []
+        pos, end = 0, len(children)
+        for tag, repeated, complex_type, xsd_type in self._plan:
+            start = pos
+            while pos < end and tags[pos] == tag:
+                pos += 1
+            if complex_type is not None:
+                sub = _reader(complex_type)
+                items = [sub.trusted(c) for c in children[start:pos]]
             else:
-                same.append(child)
-        values: dict[str, Any] = {}
-        for tag, step, attr, low, high, repeated, complex_type, xsd_type in self._fields:
-            found = by_name.pop(tag, [])
-            count = len(found)
-            if count < low:
-                raise ReadError(f"the response lacks {path}{step}")
-            if high is not None and count > high:
-                raise ReadError(f"the response has {count} {path}{step}, at most {high}")
+                items = [_valid_scalar(xsd_type, c.text) for c in children[start:pos]]
             if repeated:
-                if complex_type is not None:
-                    sub = reader(complex_type)
-                    values[attr] = tuple(
-                        sub.read(child, f"{path}{step}[{i}]") for i, child in enumerate(found, 1)
-                    )
-                else:
-                    values[attr] = tuple(
-                        _scalar(xsd_type, child, f"{path}{step}[{i}]")
-                        for i, child in enumerate(found, 1)
-                    )
-            elif not count:
-                values[attr] = None
-            elif complex_type is not None:
-                values[attr] = reader(complex_type).read(found[0], path + step)
+                values.append(tuple(items))
             else:
-                values[attr] = _scalar(xsd_type, found[0], path + step)
-        if by_name:
-            # The service may grow: unknown elements are tolerated.
-            logger.debug("ignoring unknown elements in %s: %s", path, ", ".join(sorted(by_name)))
-        return self._cls(**values)
+                values.append(items[0] if items else None)
+        return self._cls(*values)
+
+    def read(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
+        """The instance ``element`` holds; elements it does not know are added to
+        ``unknown`` as (path below ``element``, tag)."""
+        if self._tags is not None:
+            children = list(element)
+            if [c.tag for c in children] == self._tags:
+                try:
+                    return self._cls(*map(_scalar, self._types, children))
+                except _Misfit:
+                    pass  # told again below, with its place
+        index = self._index
+        found: list[list[etree._Element]] = [[] for _ in self._fields]
+        for child in element:
+            slot = index.get(child.tag)
+            if slot is not None:
+                found[slot].append(child)
+            elif isinstance(child.tag, str):
+                unknown.append(("", child.tag))
+        values: list[Any] = []
+        for f, children in zip(self._fields, found, strict=True):
+            n = len(children)
+            if n < f.min_occurs:
+                raise _Misfit("the response lacks ", f"/{f.name}", "")
+            if f.max_occurs is not None and n > f.max_occurs:
+                raise _Misfit(f"the response has {n} ", f"/{f.name}", f", at most {f.max_occurs}")
+            if f.complex_type is not None:
+                sub = _reader(f.complex_type)
+                items = []
+                for i, child in enumerate(children, 1):
+                    seen = len(unknown)
+                    try:
+                        items.append(sub.read(child, unknown))
+                    except _Misfit as exc:
+                        exc.path = _step(f, i) + exc.path
+                        raise
+                    if len(unknown) != seen:
+                        unknown[seen:] = [(_step(f, i) + p, t) for p, t in unknown[seen:]]
+            else:
+                xsd_type = f.xsd_type
+                try:
+                    items = [_scalar(xsd_type, child) for child in children]
+                except _Misfit as exc:
+                    at = next(i for i, c in enumerate(children, 1) if c is exc.element)
+                    exc.path = _step(f, at)
+                    raise
+            if f.repeated:
+                values.append(tuple(items))
+            else:
+                values.append(items[0] if items else None)
+        return self._cls(*values)
+
+
+def _packaged(cls: type[Any]) -> bool:
+    if cls.__module__ != "faxws.bindings":
+        return False  # bindings generated from another WSDL: the packaged schema is not theirs
+    from faxws.validation import default_validator
+
+    return bool(cls.__xml__.name in default_validator().elements)
+
+
+def _valid_scalar(xsd_type: str, text: str | None) -> Any:
+    """A value from the text of an element the schema found valid."""
+    if xsd_type == "string":
+        return text or ""
+    token = (text or "").strip()
+    if xsd_type == "boolean":
+        return token in ("true", "1")
+    if xsd_type in ("int", "long"):
+        if len(token) > 25:
+            raise ValueError(token)  # the general reader's limit: it tells what is wrong
+        return int(token)
+    return base64.b64decode("".join(token.split()), validate=True)  # base64Binary
+
+
+def _bulk_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
+    """For a list type (one repeated field) whose items hold single values (job ids,
+    recipients): a reader taking the items' values from the element's descendants in one
+    pass of lxml's, for an element the schema found valid (see _Reader.trusts)."""
+    fields = cls.__xml__.fields
+    if len(fields) != 1 or not fields[0].repeated or fields[0].complex_type is None:
+        return None
+    item = fields[0].complex_type
+    parts = item.__xml__.fields
+    if not parts or not all(
+        f.max_occurs == f.min_occurs == 1 and f.complex_type is None for f in parts
+    ):
+        return None
+    tags = [f"{{{namespace_of(item)}}}{f.name}" for f in parts]
+    types = [f.xsd_type for f in parts]
+    width = len(tags)
+
+    def read(element: etree._Element) -> Any:
+        texts = [e.text for e in element.iterdescendants(*tags)]
+        if types == ["string"]:
+            return cls(tuple([item(t or "") for t in texts]))
+        rows = zip(*[iter(texts)] * width, strict=True)
+        return cls(tuple([item(*map(_valid_scalar, types, row)) for row in rows]))
+
+    return read
+
+
+def _step(f: XmlField, position: int) -> str:
+    return f"/{f.name}[{position}]" if f.repeated else f"/{f.name}"
 
 
 _READERS: dict[type[Any], _Reader] = {}
 
 
-def reader(cls: type[Any]) -> _Reader:
-    """The compiled reader of a generated class (made once, then shared)."""
+def _reader(cls: type[Any]) -> _Reader:
     found = _READERS.get(cls)
     if found is None:
-        # Two threads may both compile it; both results are equal, one of them is kept.
         found = _READERS.setdefault(cls, _Reader(cls))
     return found
 
 
-def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:
+def _misfit(element: etree._Element, after: str) -> _Misfit:
+    return _Misfit("", "", after, element)
+
+
+def _scalar(xsd_type: str, element: etree._Element) -> Any:
     if len(element):
-        raise ReadError(f"{path} must hold text, not elements")
+        raise _misfit(element, " must hold text, not elements")
     text = element.text or ""
     if xsd_type == "string":
         return text
@@ -246,7 +358,7 @@ def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:
             return True
         if token in ("false", "0"):
             return False
-        raise ReadError(f"{path} is not a boolean: {token[:40]!r}")
+        raise _misfit(element, f" is not a boolean: {token[:40]!r}")
     if xsd_type in ("int", "long"):
         low, high = (INT_MIN, INT_MAX) if xsd_type == "int" else (LONG_MIN, LONG_MAX)
         try:
@@ -254,16 +366,16 @@ def _scalar(xsd_type: str, element: etree._Element, path: str) -> Any:
                 raise ValueError
             number = int(token)
         except ValueError:
-            raise ReadError(f"{path} is not an integer: {token[:40]!r}") from None
+            raise _misfit(element, f" is not an integer: {token[:40]!r}") from None
         if not low <= number <= high:
-            raise ReadError(f"{path} is out of range for xs:{xsd_type}: {number}")
+            raise _misfit(element, f" is out of range for xs:{xsd_type}: {number}")
         return number
     if xsd_type == "base64Binary":
         try:
             return base64.b64decode("".join(token.split()), validate=True)
         except (binascii.Error, ValueError):
-            raise ReadError(f"{path} is not valid base64") from None
-    raise ReadError(f"{path} has the unsupported type xs:{xsd_type}")
+            raise _misfit(element, " is not valid base64") from None
+    raise _misfit(element, f" has the unsupported type xs:{xsd_type}")
 
 
 # -- answers: the result, or the faxws error the answer means ----------------------------
@@ -377,7 +489,7 @@ def interpret(
     payload = payload_of(status, content, rid, redact)
     raise_for_ws_error(payload, rid, status, redact)
     try:
-        result: ResponseT = read_payload(payload, operation.output)
+        result: ResponseT = read_payload(payload, operation.output, len(content))
         return result
     except ReadError as exc:
         raise ProtocolError(

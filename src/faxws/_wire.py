@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import operator
+import re
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import Any, TypeVar, cast
 
 from lxml import etree
 
@@ -21,7 +23,16 @@ from faxws._soap import SOAP11_NS
 from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, XmlField, XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
 
-__all__ = ["Body", "OpenBody", "document", "envelope", "fault_envelope", "payload_envelope"]
+__all__ = [
+    "Body",
+    "OpenBody",
+    "as_values",
+    "document",
+    "envelope",
+    "envelope_of",
+    "fault_envelope",
+    "payload_envelope",
+]
 
 
 PROLOG = (
@@ -54,19 +65,21 @@ class _Writer:
     tags and each field's kind worked out ahead, so that writing an instance is a walk over
     its values.
 
+    A complex value may be an instance of its generated class or, where many are written
+    (a thousand recipients), the plain tuple of its field values in schema order: the same
+    bytes, without an object made for each (:func:`envelope_of`).
+
     The writer trusts string values to be text XML can carry (the client checks every string
     it is given, the simulator writes text it read); it refuses what the schema would refuse
     otherwise (a missing required element, too few or too many items, a value of the wrong
     type, an int out of range), naming the element, before anything is sent.
     """
 
-    __slots__ = ("_get", "_steps", "end", "start")
+    __slots__ = ("_cls", "_get", "_steps", "_text_tags", "_texts")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
-        # The element's own tags when it is the payload, its namespace the default one.
-        self.start = f'<{xml.name} xmlns="{namespace_of(cls)}">'
-        self.end = f"</{xml.name}>"
+        self._cls = cls
         attrs = [f.attr for f in xml.fields]
         getter = operator.attrgetter(*attrs) if attrs else (lambda _obj: ())
         self._get: Any = getter if len(attrs) != 1 else (lambda obj, a=attrs[0]: (getattr(obj, a),))
@@ -84,10 +97,68 @@ class _Writer:
             )
             for f in xml.fields
         )
+        # A type of single required strings (a recipient) is written by a shorter loop.
+        text_only = bool(xml.fields) and all(
+            f.xsd_type == "string"
+            and f.complex_type is None
+            and f.min_occurs == f.max_occurs == 1
+            and _PLAIN_NAME.fullmatch(f.name) is not None
+            for f in xml.fields
+        )
+        self._text_tags = tuple(step[:3] for step in self._steps) if text_only else None
+        self._texts: dict[str, Callable[[list[tuple[str, ...]]], str | None]] = {}
 
-    def write(self, obj: Any, buf: list[str], parts: list[Part]) -> None:
+    def values(self, item: Any) -> tuple[Any, ...]:
+        """The field values of an instance, or of a tuple of them; anything else is refused."""
+        if item.__class__ is tuple:
+            if len(item) != len(self._steps):
+                raise _RefusedError(
+                    "",
+                    f"holds {len(item)} values, not the {len(self._steps)} fields of "
+                    f"{self._cls.__name__}",
+                )
+            return item
+        if not isinstance(item, self._cls):
+            raise _RefusedError("", f"must be a {self._cls.__name__}, not {type(item).__name__}")
+        return self._get(item)  # type: ignore[no-any-return]
+
+    def _write_texts(self, items: Any, open_: str, close: str, ap: Callable[[str], None]) -> bool:
+        """Write ``items`` of a type of single strings, each wrapped in ``open_``/``close``,
+        with a function made for the type (as dataclasses make ``__init__``). False, having
+        written nothing, when one of them needs the general path: to refuse it with its
+        place, or to write a str subclass as its text (its own ``+``, ``__str__`` or
+        ``__bool__`` must not decide what is sent)."""
+        cls, get = self._cls, self._get
+        rows = []
+        for item in items:
+            if item.__class__ is tuple:
+                rows.append(item)
+            elif isinstance(item, cls):
+                rows.append(get(item))
+            else:
+                return False
+        try:
+            flat = "".join(chain.from_iterable(rows))  # for the escape check below
+        except TypeError:
+            return False
+        if "&" in flat or "<" in flat or ">" in flat:
+            rows = [tuple(v.translate(_ESCAPES) for v in row) for row in rows]
+        write = self._texts.get(open_)
+        if write is None:
+            write = self._texts.setdefault(open_, _texts_writer(self._text_tags, open_, close))
+        try:
+            text = write(rows)
+        except ValueError:  # a tuple of the wrong length
+            return False
+        if text is None:  # a value that is not exactly a str
+            return False
+        ap(text)
+        return True
+
+    def write(self, values: tuple[Any, ...], buf: list[str], parts: list[Part]) -> None:
+        """Write the fields, given their values in schema order."""
         ap = buf.append
-        for value, step in zip(self._get(obj), self._steps, strict=True):
+        for value, step in zip(values, self._steps, strict=True):
             open_, close, empty, kind, repeated, low, high, complex_type, f = step
             if repeated:
                 if value is None:
@@ -121,16 +192,16 @@ class _Writer:
                     ap(f"{open_}{item}{close}")
             elif kind == _COMPLEX:
                 sub = writer(complex_type)  # type: ignore[arg-type]
+                if (
+                    sub._text_tags is not None
+                    and _PLAIN_NAME.fullmatch(f.name) is not None
+                    and sub._write_texts(items, open_, close, ap)
+                ):
+                    continue
                 for item in items:
-                    if not isinstance(item, complex_type):  # type: ignore[arg-type]
-                        raise _RefusedError(
-                            _at(f, items, item),
-                            f"must be a {complex_type.__name__}, "  # type: ignore[union-attr]
-                            f"not {type(item).__name__}",
-                        )
                     ap(open_)
                     try:
-                        sub.write(item, buf, parts)
+                        sub.write(sub.values(item), buf, parts)
                     except _RefusedError as exc:
                         exc.path = _at(f, items, item) + exc.path
                         raise
@@ -170,6 +241,42 @@ class _Writer:
                     buf.clear()
                     parts.append(item)
                     ap(close)
+
+
+#: Element names the made writers take as they are (any XML name from a WSDL elsewhere).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _texts_writer(
+    tags: tuple[tuple[str, str, str], ...] | None, open_: str, close: str
+) -> Callable[[list[tuple[str, ...]]], str | None]:
+    """A function writing rows of string values (escaped, in field order) as elements
+    ``open_ ... close`` with the children ``tags`` (open, close, empty): one f-string per
+    row, made from the tags (plain names only, see _PLAIN_NAME). It returns None, having
+    written nothing, at the first value that is not exactly a str."""
+    plain = [tag[1:-1] for tag, _, _ in tags or ()] + [open_[1:-1], close[2:-1]]
+    if tags is None or not all(_PLAIN_NAME.fullmatch(name) for name in plain):
+        raise ValueError("only plain element names go into a made writer")  # never reached
+    names = [f"v{i}" for i in range(len(tags))]
+    fields = "".join(
+        f"{{f'{tag}{{{name}}}{end}' if {name} else '{empty}'}}"
+        for (tag, end, empty), name in zip(tags, names, strict=True)
+    )
+    exact = " or ".join(f"{name}.__class__ is not str" for name in names)
+    source = (
+        "def write(rows):\n"
+        "    out = []\n"
+        "    put = out.append\n"
+        f"    for {', '.join(names)}, in rows:\n"
+        f"        if {exact}:\n"
+        "            return None\n"
+        f'        put(f"{open_}{fields}{close}")\n'
+        "    return ''.join(out)\n"
+    )
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # noqa: S102 (made above from plain XML names only)
+    write: Callable[[list[tuple[str, ...]]], str | None] = scope["write"]
+    return write
 
 
 class _RefusedError(Exception):
@@ -322,34 +429,44 @@ class OpenBody:
         return self
 
 
+T = TypeVar("T")
+
+
+def as_values(cls: type[T], values: tuple[Any, ...]) -> T:
+    """``values`` (the field values of ``cls`` in schema order) where the bindings' types
+    expect a ``cls``: the tuple form the writer takes instead of an instance (see
+    :class:`_Writer`). Only the writer reads it."""
+    return cast(T, values)
+
+
 def envelope(obj: Any) -> Body:
     """The whole request document for a generated request element ``obj``."""
-    return Body(_parts(obj))
+    return envelope_of(type(obj), obj)
 
 
-def document(obj: Any) -> bytes:
-    """The whole document for a generated element ``obj`` that holds no document content
-    (an answer), as :func:`envelope` writes it: its bytes at once."""
-    parts = _parts(obj)
-    payload = parts[-1]
-    if len(parts) != 2 or not isinstance(payload, bytes):
-        raise ValueError(f"{type(obj).__name__} holds documents: write it with envelope()")
-    return PROLOG + payload
-
-
-def _parts(obj: Any) -> list[Part]:
-    cls = type(obj)
+def envelope_of(cls: type[Any], obj: Any) -> Body:
+    """The whole request document for the generated element class ``cls``, from an instance
+    or from the tuple of its field values (where a complex value may again be an instance
+    or a tuple; see :class:`_Writer`)."""
     xml: XmlType = cls.__xml__
-    found = writer(cls)
-    buf = [found.start]
+    buf = [f'<{xml.name} xmlns="{namespace_of(cls)}">']
     parts: list[Part] = [PROLOG]
+    refused: BadInputError | None = None
     try:
-        found.write(obj, buf, parts)
+        top = writer(cls)
+        top.write(top.values(obj), buf, parts)
+        buf.append(f"</{xml.name}>")
+        parts.append("".join(buf).encode() + EPILOG)
     except _RefusedError as exc:
-        raise BadInputError(f"/{xml.name}{exc.path}", exc.problem) from None
-    buf.append(found.end)
-    parts.append("".join(buf).encode() + EPILOG)
-    return parts
+        refused = BadInputError(f"/{xml.name}{exc.path}", exc.problem)
+    except UnicodeEncodeError as exc:
+        # A lone surrogate the checks on the way in should have refused; the error itself
+        # holds the whole text written so far (secrets too), so it goes no further.
+        char = f"U+{ord(exc.object[exc.start]):04X}"
+        refused = BadInputError(f"/{xml.name}", f"contains {char}, which XML cannot carry")
+    if refused is not None:
+        raise refused  # outside the handler: nothing chained to it
+    return Body(parts)
 
 
 def payload_envelope(payload: etree._Element) -> bytes:
@@ -412,3 +529,12 @@ def fault_envelope(code: str, text: str) -> bytes:
         ).encode()
         + EPILOG
     )
+
+
+def document(obj: Any) -> bytes:
+    """The whole document for a generated element ``obj`` that holds no document content
+    (an answer), as :func:`envelope` writes it: its bytes at once."""
+    parts = envelope_of(type(obj), obj)._parts
+    if len(parts) != 2 or not all(isinstance(p, bytes) for p in parts):
+        raise ValueError(f"{type(obj).__name__} holds documents: write it with envelope()")
+    return b"".join(parts)  # type: ignore[arg-type]

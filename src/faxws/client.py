@@ -4,13 +4,17 @@ and for asyncio (:class:`AsyncFaxClient`), sharing everything but the exchange i
 from __future__ import annotations
 
 import contextlib
+import operator
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._checks import check_int, check_request_id, check_text, is_loopback
+from faxws._content import Source
 from faxws._http import (
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     RawResponse,
@@ -21,15 +25,13 @@ from faxws._log import logger
 from faxws._reader import interpret
 from faxws._soap import PATH
 from faxws._sync import SyncCaller
-from faxws._wire import Body, envelope
+from faxws._wire import Body, as_values, envelope
 from faxws._xsd import Operation
 from faxws.auth import Credentials, Token, credentials_from
 from faxws.bindings import (
     GET_FAX_BROADCAST_REPORT,
     SEND_FAX,
-    FaxJobFile,
     FaxJobFiles,
-    FaxJobRecipient,
     FaxJobRecipients,
     FaxSendResponse,
     GetFaxBroadcastReport,
@@ -39,7 +41,13 @@ from faxws.errors import (
     BadInputError,
     FaxWSError,
 )
-from faxws.models import BroadcastReportResult, FaxFile, Recipient, SendFaxResult
+from faxws.models import (
+    BroadcastReportResult,
+    FaxFile,
+    Recipient,
+    SendFaxResult,
+    check_recipient,
+)
 
 __all__ = ["AsyncFaxClient", "FaxClient"]
 
@@ -130,13 +138,18 @@ class _ClientBase:
 
     def _send_fax_request(
         self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
-    ) -> SendFax:
-        return SendFax(
+    ) -> tuple[SendFax, int]:
+        """The request, and how many recipients it names."""
+        # Recipients and files in the writer's tuple form: no object made for each of a
+        # thousand recipients (the values were checked as the models were made).
+        rows = _recipients(recipients)
+        request = SendFax(
             user_id=self._user_id,
             str_pin=self._auth.pin(),
-            recipients=FaxJobRecipients(item=_recipients(recipients)),
-            fax_job_files=FaxJobFiles(item=_files(files)),
+            recipients=as_values(FaxJobRecipients, (rows,)),
+            fax_job_files=as_values(FaxJobFiles, (_files(files),)),
         )
+        return request, len(rows)
 
     def _report_request(
         self, job_id: str, recipient_type: int | None, recip_address: str | None
@@ -177,16 +190,17 @@ class _ClientBase:
         return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
 
     def _send_fax_result(
-        self, rid: str, request: SendFax, response: FaxSendResponse, raw: RawResponse
+        self, rid: str, sent: int, response: FaxSendResponse, raw: RawResponse
     ) -> SendFaxResult:
+        """``sent``: how many recipients the request named."""
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
-        if len(job_ids) != len(request.recipients.item):
+        if len(job_ids) != sent:
             # Not an error: the job was accepted, and raising would invite a second send.
             logger.warning(
                 "SendFax request_id=%s: %d job ids for %d recipients",
                 rid,
                 len(job_ids),
-                len(request.recipients.item),
+                sent,
             )
         return SendFaxResult(
             job_ids=job_ids,
@@ -234,7 +248,8 @@ class FaxClient(_ClientBase):
             handshake, connect time-out), or a report request after any transport error or
             HTTP 502/503/504, is sent again.
         retry_backoff: seconds before the first retry; doubled for each further one.
-        max_connections: size of the connection pool.
+        max_connections: the connections kept open (default 32): one per thread sharing the
+            client. More threads work too, but open connections that are closed after use.
         max_response_bytes: responses larger than this are refused.
     """
 
@@ -251,7 +266,7 @@ class FaxClient(_ClientBase):
         allow_insecure_http: bool = False,
         retries: int = 2,
         retry_backoff: float = 0.5,
-        max_connections: int = 16,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
@@ -306,9 +321,9 @@ class FaxClient(_ClientBase):
         """
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            request = self._send_fax_request(recipients, files)
+            request, named = self._send_fax_request(recipients, files)
             response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, request, response, raw)
+            return self._send_fax_result(rid, named, response, raw)
 
     def get_fax_broadcast_report(
         self,
@@ -437,9 +452,9 @@ class AsyncFaxClient(_ClientBase):
         """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
         rid = _request_id(request_id)
         with _call_boundary(rid):
-            request = self._send_fax_request(recipients, files)
+            request, named = self._send_fax_request(recipients, files)
             response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, request, response, raw)
+            return self._send_fax_result(rid, named, response, raw)
 
     async def get_fax_broadcast_report(
         self,
@@ -490,39 +505,56 @@ def _call_boundary(rid: str) -> Iterator[None]:
             exc.request_id = rid
         raise
     except Exception as exc:
+        # Not chained: the exception's arguments may hold anything, the request (and its
+        # secrets) included. Its type and place are enough to report the bug.
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
         raise FaxWSError(
-            f"unexpected {type(exc).__name__} during the call; the request may have been delivered",
+            f"unexpected {type(exc).__name__}{where} during the call; the request may have "
+            "been delivered",
             request_id=rid,
             maybe_delivered=True,
-        ) from exc
+        ) from None
 
 
-def _recipients(recipients: Sequence[Recipient | str]) -> tuple[FaxJobRecipient, ...]:
+#: A Recipient's fields in the order of FaxJobRecipient's elements: the writer's tuple form of
+#: it (tests/test_equivalence.py checks the two orders agree).
+_RECIPIENT_VALUES = operator.attrgetter("fax_number", "company", "title", "name", "secure_csid")
+
+RecipientValues = tuple[str, str, str, str, str]
+
+
+def _recipients(recipients: Sequence[Recipient | str]) -> tuple[RecipientValues, ...]:
     if isinstance(recipients, (str, bytes, Recipient)) or not isinstance(recipients, Sequence):
         raise BadInputError("recipients", "must be a list of Recipient")
     if not recipients:
         raise BadInputError("recipients", "must hold at least one recipient")
-    out = []
+    out: list[RecipientValues] = []
     for i, r in enumerate(recipients):
         try:
-            recipient = Recipient(r) if isinstance(r, str) else r
+            if r.__class__ is Recipient:
+                out.append(_RECIPIENT_VALUES(r))  # checked when it was made
+            elif isinstance(r, str):
+                out.append(_RECIPIENT_VALUES(Recipient(r)))  # the number checked as a Recipient's
+            elif isinstance(r, Recipient):
+                # A subclass may have replaced the checks (or the values after them).
+                values = _RECIPIENT_VALUES(r)
+                check_recipient(*values)
+                out.append(values)
+            else:
+                raise BadInputError(
+                    f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}"
+                )
         except BadInputError as exc:
+            if exc.field.startswith("recipients["):
+                raise
             raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
-        if not isinstance(recipient, Recipient):
-            raise BadInputError(f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}")
-        out.append(
-            FaxJobRecipient(
-                recip_fax_number=recipient.fax_number,
-                recip_company=recipient.company,
-                recip_title=recipient.title,
-                recip_name=recipient.name,
-                recip_secure_csid=recipient.secure_csid,
-            )
-        )
     return tuple(out)
 
 
-def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
+def _files(files: Sequence[FaxFile]) -> tuple[tuple[int, int, Source], ...]:
     if isinstance(files, (str, bytes, FaxFile)) or not isinstance(files, Sequence):
         raise BadInputError("files", "must be a list of FaxFile")
     if not files:
@@ -538,7 +570,7 @@ def _files(files: Sequence[FaxFile]) -> tuple[FaxJobFile, ...]:
                 f"files[{i}].index", f"{index} is also the index of files[{owner[index]}]"
             )
         owner[index] = i
-        out.append(FaxJobFile(file_index=index, file_type_id=f.file_type, file_data=f.content))
+        out.append((index, f.file_type, f.content))  # FaxJobFile's order
     return tuple(out)
 
 

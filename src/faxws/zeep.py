@@ -34,7 +34,7 @@ from lxml import etree
 
 from faxws import _resources, _safexml
 from faxws._checks import check_request_id, check_text
-from faxws._http import caller_options
+from faxws._http import DEFAULT_MAX_CONNECTIONS, caller_options
 from faxws._reader import (
     ReadError,
     child_element,
@@ -372,7 +372,7 @@ def make_client(
     allow_insecure_http: bool = False,
     retries: int = 2,
     retry_backoff: float = 0.5,
-    max_connections: int = 16,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> zeep.Client:
     """A ``zeep.Client`` for a FaxWS WSDL (the packaged one by default, or a local file such
