@@ -275,7 +275,17 @@ class Envelope:
     elements (Envelope, Header, Body), the Header when it is the first element, the first
     Body, that Body's first element (the payload) and how many elements the Body holds."""
 
-    __slots__ = ("body", "count", "elements", "header", "payload", "prefixed", "prefixes", "root")
+    __slots__ = (
+        "body",
+        "count",
+        "elements",
+        "header",
+        "payload",
+        "payload_tag",
+        "prefixed",
+        "prefixes",
+        "root",
+    )
 
     def __init__(self, root: etree._Element) -> None:
         self.root = root
@@ -305,7 +315,9 @@ class Envelope:
         # are made once, not again by each reader), and the first with a prefix.
         self.elements: list[etree._Element] = []
         self.prefixed: etree._Element | None = None
+        self.payload_tag: str | None = None  # asked for once: lxml spells it out each time
         if payload is not None:
+            self.payload_tag = str(payload.tag)
             self.elements = list(payload.iter(etree.Element))
             for element in self.elements:
                 if element.prefix is not None:
@@ -355,8 +367,8 @@ class RequestReader:
         """The operation the body names, as far as it was read."""
         if self._target is not None and self._target.operation is not None:
             return self._target.operation
-        if self.envelope is not None and self.envelope.payload is not None:
-            return operation_named(str(self.envelope.payload.tag))
+        if self.envelope is not None and self.envelope.payload_tag is not None:
+            return operation_named(self.envelope.payload_tag)
         return None
 
     def feed(self, chunk: bytes) -> None:

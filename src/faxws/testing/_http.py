@@ -593,6 +593,7 @@ class Handler(BaseHTTPRequestHandler):
         parts = received.envelope
         if parts is not None and parts.count == 1 and parts.payload is not None:
             payload = parts.payload  # as soap_payload would find it
+            tag = str(parts.payload_tag)
         else:
             root = received.root
             assert root is not None
@@ -602,7 +603,8 @@ class Handler(BaseHTTPRequestHandler):
                 raise client_fault(exc.message) from None
             if root.tag != ENVELOPE:
                 raise client_fault("only SOAP 1.1 envelopes are accepted")
-        name = _OPERATION_TAGS.get(payload.tag)
+            tag = str(payload.tag)
+        name = _OPERATION_TAGS.get(tag)
         handler = None if name is None else HANDLERS.get(name)
         if name is None or handler is None:
             qname = etree.QName(payload)
@@ -613,7 +615,9 @@ class Handler(BaseHTTPRequestHandler):
         if not default_validator().is_valid(payload):
             issue = schema_issues(payload, max_issues=1)[0]
             raise client_fault(f"{issue.path}: {issue.message}")
-        request = read_payload(payload, _INPUTS[name])
+        # A small body is read in one pass; the reader checks a larger one against the
+        # schema again to read it faster (it is checked above already: a rare cost).
+        request = read_payload(payload, _INPUTS[name], received.size)
         auth_mode = self._authenticate(request.user_id, request.str_pin)
         error = _NO_ERROR
         if fault is not None:
