@@ -318,9 +318,9 @@ class Envelope:
         self.payload_tag: str | None = None  # asked for once: lxml spells it out each time
         if payload is not None:
             self.payload_tag = str(payload.tag)
-            self.elements = list(payload.iter(etree.Element))
+            self.elements = list(payload.iter())
             for element in self.elements:
-                if element.prefix is not None:
+                if element.prefix is not None and isinstance(element.tag, str):
                     self.prefixed = element
                     break
         self.prefixes = prefixes
@@ -422,7 +422,8 @@ class RequestReader:
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
         self.prolog = body[:_PROLOG]
-        if b"<!DOCTYPE" in body or b"<!ENTITY" in body:  # as _safexml.dtd_offset finds them
+        # As _safexml.dtd_offset finds them (no "<!" at all: one look, not two).
+        if b"<!" in body and (b"<!DOCTYPE" in body or b"<!ENTITY" in body):
             self.refusal = Refusal("DTDs are not allowed")
             return
         parser = _safexml.parser()

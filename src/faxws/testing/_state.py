@@ -60,7 +60,9 @@ class State:
         self.stopping = False
         self.faults = Faults()
         self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
-        self._secrets_for: tuple[Account, ...] | None = None
+        # The accounts and extra secrets _account_secrets and _known were found for.
+        self._secrets_for: tuple[tuple[Account, ...], frozenset[str]] | None = None
+        self._known: frozenset[str] = frozenset()
         #: Secrets that are not an account's (the API token).
         self.extra_secrets: frozenset[str] = frozenset()
         self._account_secrets: frozenset[str] = frozenset()
@@ -170,17 +172,18 @@ class State:
         """What a record of a request with header ``fields`` (by lower-case name) must
         never show: the accounts' secrets (the demo account's are public) and the request's
         own credential."""
-        if self._secrets_for is not self.accounts:
+        if self._secrets_for != (self.accounts, self.extra_secrets):
             self._account_secrets = frozenset(
                 s
                 for a in self.accounts
                 for s in (a.pin, a.client_secret, *a.tokens)
                 if s and s not in PUBLIC
             )
-            self._secrets_for = self.accounts
+            self._known = self._account_secrets | self.extra_secrets
+            self._secrets_for = (self.accounts, self.extra_secrets)
         authorization = fields.get("authorization", "")
         if not authorization:
-            return self._account_secrets | self.extra_secrets
+            return self._known  # the same set each time: nothing new kept per record
         found = set(self._account_secrets) | self.extra_secrets
         scheme, _, credential = authorization.strip().partition(" ")
         credential = credential.strip() or scheme
