@@ -36,7 +36,7 @@ from faxws.bindings import (
     SendFax,
     WSError,
 )
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, _http
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator, _http
 from faxws.testing._documents import Received
 from faxws.testing._records import ReceivedRequest
 
@@ -47,6 +47,9 @@ REPORT = (
     f"<strPIN>{DEMO_PIN}</strPIN><JobId>J1</JobId><RecipientType>0</RecipientType>"
     "<RecipAddress/></GetFaxBroadcastReport></soap:Body></soap:Envelope>"
 ).encode()
+
+
+SOAP_HEADERS = "Host: x\r\nContent-Type: application/soap+xml; charset=utf-8\r\nSOAPAction: \r\n"
 
 
 def request(headers: str, body: bytes = REPORT, line: str = "POST /fax/v5 HTTP/1.1") -> bytes:
@@ -420,17 +423,30 @@ def test_a_report_request_is_read_as_it_is_sent() -> None:
     assert sent == GetFaxBroadcastReport(DEMO_USER_ID, DEMO_PIN, "J1", 0, "")
 
 
-def test_only_answers_without_lists_are_written_once_per_value() -> None:
-    assert {GetFaxBroadcastReportResponse} == _http._FIXED_SHAPES
-    answers = [
-        GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, "")),
-        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(-5019, "Invalid Job ID")),
-        GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(7, "x & <y>")),
-    ]
-    for answer in answers * 2:
-        assert _http._fixed(answer) == document(answer)
-    equal = GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
-    assert _http._fixed(equal) is _http._fixed(answers[0])  # one value, written once
+def test_a_reports_usual_answers_are_constants_written_once(sim: FaxWSSimulator) -> None:
+    from faxws.testing import _operations
+
+    accepted, unknown = _operations.REPORT_ACCEPTED, _operations.REPORT_UNKNOWN_JOB
+    assert accepted == GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
+    assert unknown == GetFaxBroadcastReportResponse(
+        return_=False, ws_error=WSError(-5019, "Invalid Job ID")
+    )
+    assert {id(accepted): document(accepted), id(unknown): document(unknown)} == (
+        _operations.WRITTEN
+    )
+    # Served as the writer writes them; an injected error is written when it is answered.
+    recipients = FaxJobRecipients((FaxJobRecipient("+1 5", "", "", "", ""),))
+    job = sim._state.new_job(
+        SendFax(DEMO_USER_ID, DEMO_PIN, recipients, FaxJobFiles(())), "pin", None, []
+    )
+    bodies = []
+    for job_id in (job.job_ids[0], "SIM99999999"):
+        sent = REPORT.replace(b"J1", job_id.encode())
+        bodies.append(serve(sim, request(SOAP_HEADERS, sent))[0].partition(b"\r\n\r\n")[2])
+    sim.inject(Fault.ws_error(7, "x & <y>"), operation="GetFaxBroadcastReport")
+    bodies.append(serve(sim, request(SOAP_HEADERS))[0].partition(b"\r\n\r\n")[2])
+    injected = GetFaxBroadcastReportResponse(return_=False, ws_error=WSError(7, "x & <y>"))
+    assert bodies == [document(accepted), document(unknown), document(injected)]
 
 
 def test_records_are_found_by_number_through_pruning_and_compaction() -> None:

@@ -98,6 +98,10 @@ class Received:
         #: How the request differs from the contract's exact form (see ``deviations``).
         self.deviations: tuple[str, ...] = ()
         self._operation: str | None = None  # once known for good; "" for none
+        #: The parts of the parsed body, when it is a SOAP 1.1 envelope.
+        self.envelope: Envelope | None = None
+        #: The body's first bytes, as parsed.
+        self.prolog = b""
         self._spool = spool
         # The reader adds documents through a function that does not hold this object: a
         # reference cycle would keep every request's tree alive until the next garbage
@@ -117,16 +121,6 @@ class Received:
         if self.complete:  # final: asked again for the record, the faults and the log
             self._operation = found or ""
         return found
-
-    @property
-    def envelope(self) -> Envelope | None:
-        """The parts of the parsed body, when it is a SOAP 1.1 envelope."""
-        return None if self._reader is None else self._reader.envelope
-
-    @property
-    def prolog(self) -> bytes:
-        """The body's first bytes, as parsed."""
-        return b"" if self._reader is None else self._reader.prolog
 
     def feed(self, chunk: bytes) -> None:
         """The next chunk of a large body (a small one is given whole to :meth:`parse`)."""
@@ -148,10 +142,13 @@ class Received:
             self._settle()
 
     def _settle(self) -> None:
-        assert self._reader is not None
-        self.refusal = self._reader.refusal
+        reader = self._reader
+        assert reader is not None
+        self.prolog = reader.prolog
+        self.refusal = reader.refusal
         if self.refusal is None:
-            self.root = self._reader.root
+            self.root = reader.root
+            self.envelope = reader.envelope
         else:
             self.discard()
 
