@@ -13,6 +13,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,6 +75,7 @@ _MAX_HEADERS = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
 # Header lines joined by CRLF, each a token, a colon and a value without CR, LF or NUL.
 _HEADER_LINES = re.compile(rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?")
+_SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 # Activity ids only need to differ: drawn from a generator, not the system's random source,
 # whose system call would hand the interpreter over to another thread on every answer.
@@ -140,10 +142,12 @@ class Handler(BaseHTTPRequestHandler):
     pairs: list[tuple[str, str]] = []  # noqa: RUF012 - likewise
     _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
     _known_set: frozenset[str] = frozenset()
+    _peek: Callable[[], bytes] | None = None  # the read buffer's peek, found at set-up
 
     def setup(self) -> None:
         super().setup()
         _limit_waits(self.connection, IDLE)
+        self._peek = getattr(self.rfile, "peek", None)
 
     def handle_one_request(self) -> None:
         """The standard library's, but for the method's handler, found directly."""
@@ -175,6 +179,11 @@ class Handler(BaseHTTPRequestHandler):
         that is not a token, as in an obsolete folded line, or a CR or NUL in the value) is
         refused with 400, where the email package would end the headers there and drop the
         rest unseen."""
+        if self.raw_requestline == _SERVICE_LINE:  # the service's own: read at a glance
+            self.requestline = "POST /fax/v5 HTTP/1.1"
+            self.command, self.path, self.request_version = "POST", PATH, "HTTP/1.1"
+            self.close_connection = False
+            return self._after_request_line()
         self.command = None  # type: ignore[assignment]
         self.request_version = self.default_request_version
         self.close_connection = True
@@ -213,6 +222,10 @@ class Handler(BaseHTTPRequestHandler):
                 return False
         # "//path" is a path, never an address without a scheme (as the standard library).
         self.command, self.path = command, "/" + path.lstrip("/") if path[:2] == "//" else path
+        return self._after_request_line()
+
+    def _after_request_line(self) -> bool:
+        """The headers, then what they ask of the connection."""
         try:
             if not self._read_headers():
                 return False
@@ -238,10 +251,16 @@ class Handler(BaseHTTPRequestHandler):
         block = self._header_block()
         if block is not None and _HEADER_LINES.fullmatch(block) is not None:
             lines = block.split("\r\n") if block else []
-            checked = True  # each line is ``token: value`` already
+            if len(lines) <= _MAX_HEADERS:
+                # Each line is ``token: value`` already: taken apart without a check each.
+                split = [line.partition(":") for line in lines]
+                taken = [(name, value.strip(" \t")) for name, _, value in split]
+                # The first of each name wins: later ones are written first.
+                self.fields = {name.lower(): value for name, value in reversed(taken)}
+                self.pairs = taken
+                return True
         else:
             lines = self._header_lines() if block is None else block.split("\r\n")
-            checked = False
         if len(lines) > _MAX_HEADERS:
             self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
             return False
@@ -250,9 +269,7 @@ class Handler(BaseHTTPRequestHandler):
         for line in lines:
             name, colon, value = line.partition(":")
             value = value.strip(" \t")
-            if not checked and (
-                not colon or _TOKEN.fullmatch(name) is None or "\r" in value or "\0" in value
-            ):
+            if not colon or _TOKEN.fullmatch(name) is None or "\r" in value or "\0" in value:
                 self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
                 return False
             pairs.append((name, value))
@@ -264,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
         """The header lines joined by CRLF, when all of them are already in the read buffer,
         each ending in CRLF (as a client writes them, sent at once): taken in one read
         instead of a readline each. None otherwise, with nothing read."""
-        peek = getattr(self.rfile, "peek", None)
+        peek = self._peek or getattr(self.rfile, "peek", None)
         if peek is None:
             return None
         buffered: bytes = peek()
