@@ -38,6 +38,7 @@ from typing import Any
 
 import async_bench  # benchmarks/: the async client's figures
 import recipients_bench  # benchmarks/: the cost per recipient
+import simulator_bench  # benchmarks/: the simulator's throughput and lookups
 import threads_bench  # benchmarks/: thread scaling
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -750,6 +751,7 @@ def main() -> int:
         async_figures = async_bench.measure(url, size, smoke=args.smoke)
     recipients = recipients_bench.measure(smoke=args.smoke)
     threads_figures = threads_bench.measure(None, args.smoke)
+    simulator = simulator_bench.measure(smoke=args.smoke)
     boot = startup(boot_rounds)
     build = construction(rounds)
     checked = many_issues(issues, rounds)
@@ -803,6 +805,7 @@ def main() -> int:
     rows += [Row(**r) for r in async_bench.rows(async_figures)]
     rows += [Row(**r) for r in recipients_bench.rows(recipients)]
     rows += [Row(**r) for r in threads_bench.rows(threads_figures)]
+    rows += [Row(**r) for r in simulator_bench.rows(simulator)]
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -826,6 +829,7 @@ def main() -> int:
                     "async": async_figures,
                     "recipients": recipients,
                     "threads": threads_figures,
+                    "simulator": simulator,
                     "rows": [asdict(r) for r in rows],
                 },
                 indent=2,

@@ -85,7 +85,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
     rows = figures["rows"]
-    assert len(rows) == 24
+    assert len(rows) == 27
     # Every row has the same shape, a ratio within its rounds' range, and is printed with
     # "NO" exactly when its target did not hold.
     printed = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
@@ -103,6 +103,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert sum("AsyncFaxClient" in row["figure"] for row in rows) == 4
     assert sum("recipient" in row["figure"] for row in rows) == 3
     assert sum("thread scaling" in row["figure"] for row in rows) == 2
+    assert sum(row["figure"].startswith("simulator: ") for row in rows) == 3
     assert sum(row["baseline"].startswith("python -c pass") for row in rows) == 3
 
     # At least three rounds of every figure: min, median and max.
@@ -124,6 +125,12 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
             for size, ways in figures["recipients"]["sizes"].items()
             for way, values in ways.items()
         },
+        **{f"simulator {way}": v for way, v in figures["simulator"]["throughput"]["rates"].items()},
+        **{
+            f"simulator cpu {way}": v
+            for way, v in figures["simulator"]["throughput"]["cpu"].items()
+        },
+        **{f"simulator lookup {n}": v for n, v in figures["simulator"]["lookup"]["times"].items()},
     }
     assert {name: len(values) for name, values in per_round.items()} == dict.fromkeys(
         per_round, rounds

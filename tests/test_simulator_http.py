@@ -345,6 +345,12 @@ def test_a_record_made_at_arrival_equals_the_constructors() -> None:
         b"<UserID>u</UserID><strPIN>p</strPIN><RecipientType>1</RecipientType><RecipAddress/>",
         b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>x</RecipientType>"
         b"<RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>2147483648</RecipientType><RecipAddress/>",
+        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
+        b"<RecipientType>-2147483648</RecipientType><RecipAddress>a &amp; b</RecipAddress>",
+        b"<UserID/><strPIN></strPIN><JobId>j</JobId><RecipientType>+1_0</RecipientType>"
+        b"<RecipAddress><!-- c --></RecipAddress>",
     ],
 )
 def test_the_one_pass_reader_reads_as_the_general_one(payload: bytes) -> None:
@@ -425,3 +431,38 @@ def test_only_answers_without_lists_are_written_once_per_value() -> None:
         assert _http._fixed(answer) == document(answer)
     equal = GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
     assert _http._fixed(equal) is _http._fixed(answers[0])  # one value, written once
+
+
+def test_records_are_found_by_number_through_pruning_and_compaction() -> None:
+    from faxws.testing._accounts import DEMO_ACCOUNT
+    from faxws.testing._state import State
+
+    state = State((DEMO_ACCOUNT,), retained_body_bytes=10, max_requests=3)
+
+    def arrived(n: int) -> ReceivedRequest:
+        body = b"%05d" % n
+        return ReceivedRequest._received(
+            "POST", "/fax/v5", {}, body, None, len(body), True, (), float(n), frozenset()
+        )
+
+    tickets = []
+    for n in range(5000):  # past several compactions of the list
+        tickets.append(state.record(arrived(n)))
+        state.settle(tickets[-1], status=200 + n % 3)
+        if n == 4000:
+            state.settle(tickets[3990], status=599)  # a forgotten record: no effect
+    records = state.records()
+    assert [r.received_at for r in records] == [4997.0, 4998.0, 4999.0]
+    assert [r.status for r in records] == [200 + n % 3 for n in (4997, 4998, 4999)]
+    # The budget keeps the newest two bodies (5 bytes each), the oldest dropped.
+    assert [(r.body, r.body_retained) for r in records] == [
+        (b"", False),
+        (b"04998", True),
+        (b"04999", True),
+    ]
+    assert state._retained_bytes == 10
+    count, newest = state.recent_requests(10)
+    assert (count, [r.received_at for r in newest]) == (3, [4999.0, 4998.0, 4997.0])
+    assert state.recent_refusals(10, 10) == []
+    assert len(state.requests) - state._start == 3
+    assert len(state.requests) < 3 + 2 * 1024 + 2  # pruned slots are let go now and then

@@ -275,7 +275,17 @@ class Envelope:
     elements (Envelope, Header, Body), the Header when it is the first element, the first
     Body, that Body's first element (the payload) and how many elements the Body holds."""
 
-    __slots__ = ("body", "count", "elements", "header", "payload", "prefixed", "prefixes", "root")
+    __slots__ = (
+        "body",
+        "count",
+        "elements",
+        "header",
+        "payload",
+        "payload_tag",
+        "prefixed",
+        "prefixes",
+        "root",
+    )
 
     def __init__(self, root: etree._Element) -> None:
         self.root = root
@@ -305,10 +315,12 @@ class Envelope:
         # are made once, not again by each reader), and the first with a prefix.
         self.elements: list[etree._Element] = []
         self.prefixed: etree._Element | None = None
+        self.payload_tag: str | None = None  # asked for once: lxml spells it out each time
         if payload is not None:
-            self.elements = list(payload.iter(etree.Element))
+            self.payload_tag = str(payload.tag)
+            self.elements = list(payload.iter())
             for element in self.elements:
-                if element.prefix is not None:
+                if element.prefix is not None and isinstance(element.tag, str):
                     self.prefixed = element
                     break
         self.prefixes = prefixes
@@ -355,8 +367,8 @@ class RequestReader:
         """The operation the body names, as far as it was read."""
         if self._target is not None and self._target.operation is not None:
             return self._target.operation
-        if self.envelope is not None and self.envelope.payload is not None:
-            return operation_named(str(self.envelope.payload.tag))
+        if self.envelope is not None and self.envelope.payload_tag is not None:
+            return operation_named(self.envelope.payload_tag)
         return None
 
     def feed(self, chunk: bytes) -> None:
@@ -410,7 +422,8 @@ class RequestReader:
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
         self.prolog = body[:_PROLOG]
-        if b"<!DOCTYPE" in body or b"<!ENTITY" in body:  # as _safexml.dtd_offset finds them
+        # As _safexml.dtd_offset finds them (no "<!" at all: one look, not two).
+        if b"<!" in body and (b"<!DOCTYPE" in body or b"<!ENTITY" in body):
             self.refusal = Refusal("DTDs are not allowed")
             return
         parser = _safexml.parser()

@@ -234,7 +234,7 @@ class FaxWSSimulator:
         """The requests received so far, oldest first (a copy); token endpoint requests are
         counted in :attr:`token_requests` instead."""
         with self._state.lock:
-            return list(self._state.requests)
+            return self._state.records()
 
     @property
     def jobs(self) -> list[SimulatedJob]:

@@ -60,18 +60,24 @@ class State:
         self.stopping = False
         self.faults = Faults()
         self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
-        self._secrets_for: tuple[Account, ...] | None = None
+        # The accounts and extra secrets _account_secrets and _known were found for.
+        self._secrets_for: tuple[tuple[Account, ...], frozenset[str]] | None = None
+        self._known: frozenset[str] = frozenset()
         #: Secrets that are not an account's (the API token).
         self.extra_secrets: frozenset[str] = frozenset()
         self._account_secrets: frozenset[str] = frozenset()
-        self.requests: deque[ReceivedRequest] = deque()
+        # The records, oldest first, from index _start on (those before it were pruned and
+        # are None until the list is compacted): a list, so that a record is found by its
+        # number at once, where a deque walks to the middle.
+        self.requests: list[ReceivedRequest | None] = []
+        self._start = 0
         self.jobs: deque[SimulatedJob] = deque()
         self.by_job_id: dict[str, SimulatedJob] = {}
         self.by_id: dict[str, SimulatedJob] = {}
         self.connections = 0
         self.token_requests = 0
         self._retained: deque[int] = deque()  # numbers of the requests that hold a body
-        self._first = 0  # the number of requests[0]: older records were pruned
+        self._first = 0  # the number of requests[_start]: older records were pruned
         self._retained_bytes = 0
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
@@ -84,7 +90,8 @@ class State:
         with self.lock:
             forgotten = list(self.jobs)
             self._generation += 1
-            self.requests = deque()
+            self.requests = []
+            self._start = 0
             self._first = 0
             self._retained = deque()
             self._retained_bytes = 0
@@ -106,24 +113,33 @@ class State:
         """Keep ``request``; the ticket that :meth:`settle` takes to complete its record."""
         with self.lock:
             self.requests.append(request)
-            number = self._first + len(self.requests) - 1
+            number = self._first + len(self.requests) - 1 - self._start
             if request.body:
                 self._retained.append(number)
                 self._retained_bytes += len(request.body)
                 while self._retained_bytes > self.retained_body_bytes:
                     self._drop_body(self._retained.popleft())
-            while len(self.requests) > self.max_requests:
+            while len(self.requests) - self._start > self.max_requests:
                 if self._retained and self._retained[0] == self._first:
                     self._drop_body(self._retained.popleft())
-                self.requests.popleft()
+                self.requests[self._start] = None
+                self._start += 1
                 self._first += 1
+            if self._start > 1024 and self._start * 2 > len(self.requests):
+                del self.requests[: self._start]  # now and then: amortized, a move per record
+                self._start = 0
             return self._generation, number
 
     def _drop_body(self, number: int) -> None:
-        index = number - self._first
+        index = number - self._first + self._start
         old = self.requests[index]
+        assert old is not None
         self._retained_bytes -= len(old.body)
         self.requests[index] = old._with({"body": b"", "body_retained": False})
+
+    def records(self) -> list[ReceivedRequest]:
+        """The records, oldest first (a copy). Under the lock."""
+        return self.requests[self._start :]  # type: ignore[return-value]  # no None there
 
     def settle(
         self,
@@ -140,6 +156,7 @@ class State:
             index = number - self._first
             if generation != self._generation or index < 0:
                 return
+            index += self._start
             changes: dict[str, object] = {}
             if status is not None:
                 changes["status"] = status
@@ -147,23 +164,26 @@ class State:
                 changes["refusal"] = refusal
             if fault is not None:
                 changes["fault"] = fault
-            self.requests[index] = self.requests[index]._with(changes)
+            old = self.requests[index]
+            assert old is not None
+            self.requests[index] = old._with(changes)
 
     def secrets_of(self, fields: Mapping[str, str]) -> frozenset[str]:
         """What a record of a request with header ``fields`` (by lower-case name) must
         never show: the accounts' secrets (the demo account's are public) and the request's
         own credential."""
-        if self._secrets_for is not self.accounts:
+        if self._secrets_for != (self.accounts, self.extra_secrets):
             self._account_secrets = frozenset(
                 s
                 for a in self.accounts
                 for s in (a.pin, a.client_secret, *a.tokens)
                 if s and s not in PUBLIC
             )
-            self._secrets_for = self.accounts
+            self._known = self._account_secrets | self.extra_secrets
+            self._secrets_for = (self.accounts, self.extra_secrets)
         authorization = fields.get("authorization", "")
         if not authorization:
-            return self._account_secrets | self.extra_secrets
+            return self._known  # the same set each time: nothing new kept per record
         found = set(self._account_secrets) | self.extra_secrets
         scheme, _, credential = authorization.strip().partition(" ")
         credential = credential.strip() or scheme
@@ -339,13 +359,17 @@ class State:
     def recent_requests(self, limit: int) -> tuple[int, list[ReceivedRequest]]:
         """How many request records there are, and the newest ``limit``, newest first."""
         with self.lock:
-            return len(self.requests), list(itertools.islice(reversed(self.requests), limit))
+            count = len(self.requests) - self._start
+            newest = itertools.islice(reversed(self.requests), min(limit, count))
+            return count, list(newest)  # type: ignore[arg-type]  # no None there
 
     def recent_refusals(self, limit: int, within: int) -> list[ReceivedRequest]:
         """The newest ``limit`` refused requests among the newest ``within`` records."""
         with self.lock:
-            newest = itertools.islice(reversed(self.requests), within)
-            return list(itertools.islice((r for r in newest if r.refusal is not None), limit))
+            count = len(self.requests) - self._start
+            newest = itertools.islice(reversed(self.requests), min(within, count))
+            refused = (r for r in newest if r is not None and r.refusal is not None)
+            return list(itertools.islice(refused, limit))
 
     def wait_for_jobs(self, count: int, timeout: float) -> None:
         """Return once there are at least ``count`` jobs, or ``timeout`` has passed."""
