@@ -344,6 +344,17 @@ class RequestReader:
     Afterwards :attr:`root` is the tree (each ``FileData`` empty), with :attr:`envelope`
     its parts when it is a SOAP 1.1 envelope, or :attr:`refusal` says why there is none."""
 
+    __slots__ = (
+        "_documents",
+        "_parser",
+        "_start",
+        "_target",
+        "envelope",
+        "prolog",
+        "refusal",
+        "root",
+    )
+
     def __init__(self, documents: Callable[[int], DocumentSink], *, stream: bool) -> None:
         self._documents = documents
         self.root: etree._Element | None = None

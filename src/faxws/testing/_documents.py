@@ -86,6 +86,24 @@ class Received:
     A small body is parsed in one go once it is read; a large one while it arrives, so that
     it is never held whole."""
 
+    __slots__ = (
+        "__weakref__",  # a test sees it freed
+        "_operation",
+        "_reader",
+        "_spool",
+        "body",
+        "complete",
+        "deviations",
+        "documents",
+        "envelope",
+        "head",
+        "prolog",
+        "refusal",
+        "retained",
+        "root",
+        "size",
+    )
+
     def __init__(self, spool: Path | None, *, stream: bool) -> None:
         self.body = b""  # as read: whole when kept, parsed whole or asked for; else empty
         self.head = b""
