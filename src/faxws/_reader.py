@@ -127,10 +127,9 @@ def read_payload(
     ``payload`` valid against the packaged schema, and it holds no comment, processing
     instruction or entity (the simulator's parse keeps none): it is read as trusted."""
     xml: XmlType = cls.__xml__
-    expected = f"{{{namespace_of(cls)}}}{xml.name}"
-    if payload.tag != expected:
-        raise ReadError(f"expected the element {expected}, got {_name(payload)}")
     reader = _reader(cls)
+    if payload.tag != reader.tag:
+        raise ReadError(f"expected the element {reader.tag}, got {_name(payload)}")
     if (checked and reader.packaged()) or (size >= TRUST_FROM and reader.trusts(payload)):
         try:
             return reader.trusted(payload)
@@ -170,12 +169,13 @@ class _Reader:
     tag mapped to its field ahead, so that reading an element is one pass over its children.
     Paths for messages are put together only when something does not fit."""
 
-    __slots__ = ("_bulk", "_cls", "_fields", "_index", "_plan", "_schema", "_tags", "_types")
+    __slots__ = ("_bulk", "_cls", "_fields", "_index", "_plan", "_schema", "_tags", "_types", "tag")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
         namespace = namespace_of(cls)
         self._cls = cls
+        self.tag = f"{{{namespace}}}{xml.name}"  # the element's own
         self._fields = xml.fields
         self._index = {f"{{{namespace}}}{f.name}": i for i, f in enumerate(xml.fields)}
         flat = all(f.max_occurs == 1 and f.complex_type is None for f in xml.fields)

@@ -319,10 +319,11 @@ class Envelope:
         if payload is not None:
             self.payload_tag = str(payload.tag)
             self.elements = list(payload.iter())
-            for element in self.elements:
-                if element.prefix is not None and isinstance(element.tag, str):
-                    self.prefixed = element
-                    break
+            if {element.prefix for element in self.elements} != {None}:  # else none has one
+                for element in self.elements:
+                    if element.prefix is not None and isinstance(element.tag, str):
+                        self.prefixed = element
+                        break
         self.prefixes = prefixes
         self.header: etree._Element | None = header
         self.body: etree._Element | None = body
