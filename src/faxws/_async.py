@@ -76,6 +76,12 @@ class _Documents:
         self.size = len(payload)
         self.body: AsyncBody = payload if isinstance(payload, bytes) else self._stream
         self._reading: asyncio.Future[bytes | None] | None = None
+        # A read in a worker thread when close() comes closes the documents itself when it
+        # ends: the loop may be gone by then, and its callbacks with it (the file objects'
+        # send locks would never be released).
+        self._state = threading.Lock()
+        self._in_read = False
+        self._close_after_read = False
 
     @classmethod
     async def open(cls, body: Body) -> _Documents:
@@ -108,9 +114,21 @@ class _Documents:
             yield chunk
 
     async def _next(self, chunks: Iterator[bytes]) -> bytes | None:
-        self._reading = asyncio.get_running_loop().run_in_executor(None, next, chunks, None)
+        with self._state:
+            self._in_read = True
+        self._reading = asyncio.get_running_loop().run_in_executor(None, self._read, chunks)
         # Shielded: a cancelled write leaves the thread reading; close() waits for it.
         return await asyncio.shield(self._reading)
+
+    def _read(self, chunks: Iterator[bytes]) -> bytes | None:
+        try:
+            return next(chunks, None)
+        finally:
+            with self._state:
+                self._in_read = False
+                close = self._close_after_read
+            if close and self._opened is not None:
+                self._opened.close()
 
     async def _settled(self) -> None:
         """Wait for a read an earlier attempt left in a thread: its file position is
@@ -124,16 +142,14 @@ class _Documents:
         if opened is None:
             return
         reading = self._reading
-        if reading is None or reading.done():
-            self._consume(reading)
-            opened.close()
-            return
-
-        def close_when_done(done: asyncio.Future[bytes | None]) -> None:
-            self._consume(done)
-            opened.close()
-
-        reading.add_done_callback(close_when_done)
+        with self._state:
+            if self._in_read:
+                self._close_after_read = True  # the reading thread closes them
+                if reading is not None:
+                    reading.add_done_callback(self._consume)
+                return
+        self._consume(reading)
+        opened.close()
 
     @staticmethod
     def _consume(reading: asyncio.Future[bytes | None] | None) -> None:
