@@ -344,7 +344,8 @@ def _lookup(many: int, calls: int, rounds: int) -> dict[str, Any]:
 
 def measure(*, smoke: bool) -> dict[str, Any]:
     """Throughput rounds against the floor, and the lookup rounds."""
-    calls, rounds = (300, 3) if smoke else (2_000, 25)
+    # Enough calls that a round's CPU time spans several clock ticks even in smoke sizes.
+    calls, rounds = (1_000, 3) if smoke else (2_000, 25)
     many, lookups, lookup_rounds = (3_000, 100, 3) if smoke else (MANY, 1_000, 9)
     return {
         "throughput": _throughput(calls, rounds),
