@@ -511,3 +511,23 @@ def test_a_checked_payload_is_read_as_the_general_reader_reads_it(payload: bytes
             return (type(exc), str(exc))
 
     assert outcome(checked=True) == outcome(size=0)
+
+
+def test_the_headers_are_also_there_as_the_standard_library_gives_them(
+    sim: FaxWSSimulator,
+) -> None:
+    handler = object.__new__(_http.Handler)
+    handler.server = sim._server  # type: ignore[assignment]
+    handler.client_address = ("127.0.0.1", 0)
+    handler.rfile = io.BufferedReader(
+        _Trickle(request("Host: x\r\nX-Twice: 1\r\nX-Twice: 2\r\n"), 1 << 20)
+    )
+    handler.wfile = _Writes()  # type: ignore[assignment]
+    handler.close_connection = True
+    handler.handle_one_request()
+    message = handler.headers
+    assert message.get_all("x-twice") == ["1", "2"]
+    assert message["HOST"] == "x"
+    handler.headers = message  # as the standard library would set them
+    assert handler.fields["x-twice"] == "1"
+    assert handler.pairs == list(message.items())

@@ -180,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
         refused with 400, where the email package would end the headers there and drop the
         rest unseen."""
         if self.raw_requestline == _SERVICE_LINE:  # the service's own: read at a glance
-            self.requestline = "POST /fax/v5 HTTP/1.1"
+            self.requestline = f"POST {PATH} HTTP/1.1"
             self.command, self.path, self.request_version = "POST", PATH, "HTTP/1.1"
             self.close_connection = False
             return self._after_request_line()
