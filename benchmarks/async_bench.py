@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from _common import ServerProcess  # benchmarks/
+
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 USER, PIN = "mbx0000000000", "0000"
 REPORT_RESPONSE = (
@@ -106,22 +108,9 @@ async def _serve() -> None:
     await server.serve_forever()
 
 
-class AsyncSinkProcess:
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--sink"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        return f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-# -- the measurements (a child process, one core) -------------------------------------------
+def sink_process() -> ServerProcess:
+    """The asyncio sink in its own process (the context gives its URL)."""
+    return ServerProcess(__file__)
 
 
 async def _rate(call: Callable[[], Awaitable[object]], calls: int, concurrency: int) -> float:
@@ -280,7 +269,7 @@ def measure(sink_url: str, size: int, *, smoke: bool) -> dict[str, Any]:
     """Throughput rounds against an asyncio sink; a document of ``size`` bytes sent to
     ``sink_url`` each way in turn, in a fresh process each, round after round."""
     calls, rounds = (100, 3) if smoke else (3000, 5)
-    with AsyncSinkProcess() as url:
+    with sink_process() as url:
         done = subprocess.run(
             [sys.executable, __file__, "--child", url, str(calls), str(rounds), str(CONCURRENCY)],
             capture_output=True,

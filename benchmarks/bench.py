@@ -40,6 +40,7 @@ import async_bench  # benchmarks/: the async client's figures
 import recipients_bench  # benchmarks/: the cost per recipient
 import simulator_bench  # benchmarks/: the simulator's throughput and lookups
 import threads_bench  # benchmarks/: thread scaling
+from _common import ServerProcess, cpu_per_call  # benchmarks/
 
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
@@ -106,21 +107,6 @@ def serve_sink() -> None:
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     server.serve_forever()
-
-
-class SinkProcess:
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--sink"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        return f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 # -- the floors: the same requests, prebuilt, sent with plain requests --------------------------
@@ -337,30 +323,6 @@ def large_document(url: str, size: int, rounds: int) -> dict[str, Any]:
 
 
 # -- per call CPU, throughput -------------------------------------------------------------------
-
-
-def cpu_per_call(
-    fns: dict[str, Callable[[], object]], n: int, rounds: int
-) -> dict[str, list[float]]:
-    """CPU seconds per call of each function, one figure per round. Within a round the
-    functions take turns in slices of a few calls, so that a slow spell of a busy machine
-    falls on all of them alike rather than on one."""
-    for fn in fns.values():
-        for _ in range(min(20, n)):
-            fn()
-    step = max(1, min(10, n))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        spent = dict.fromkeys(fns, 0.0)
-        for _ in range(max(1, n // step)):
-            for name, fn in fns.items():
-                started = time.process_time()
-                for _ in range(step):
-                    fn()
-                spent[name] += time.process_time() - started
-        for name in fns:
-            samples[name].append(spent[name] / (max(1, n // step) * step))
-    return samples
 
 
 def per_call(url: str, n: int, rounds: int) -> dict[str, list[float]]:
@@ -743,7 +705,7 @@ def main() -> int:
     boot_rounds = 3 if args.smoke else 11
     issues = 250 if args.smoke else 8000
     started = time.perf_counter()
-    with SinkProcess() as url:
+    with ServerProcess(__file__) as url:
         large = large_document(url, size, rounds)
         cpu = per_call(url, calls, rounds)
         rates = throughput(url, rate_calls, rounds)

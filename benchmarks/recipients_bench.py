@@ -19,12 +19,12 @@ from __future__ import annotations
 import base64
 import os
 import statistics
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
+
+from _common import ServerProcess, cpu_per_call  # benchmarks/
 
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 USER, PIN = "mbx0000000000", "0000"
@@ -60,21 +60,6 @@ class _Sink(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(answer)))
         self.end_headers()
         self.wfile.write(answer)
-
-
-class SinkProcess:
-    def __enter__(self) -> str:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--sink"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        return f"http://127.0.0.1:{self.proc.stdout.readline().strip()}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 def _floor(url: str, rows: list[tuple[str, str]], encoded: str) -> Callable[[], list[str]]:
@@ -118,7 +103,7 @@ def measure(*, smoke: bool) -> dict[str, Any]:
     encoded = base64.b64encode(data).decode()
     doc = FaxFile(data, 101)
     out: dict[str, Any] = {"rounds": rounds, "sizes": {}}
-    with SinkProcess() as url, FaxClient(url, user_id=USER, pin=PIN) as client:
+    with ServerProcess(__file__) as url, FaxClient(url, user_id=USER, pin=PIN) as client:
         for size in SIZES:
             rows = [(f"+1 555 {i:04d}", f"Name {i}") for i in range(size)]
             recipients = [Recipient(number, name=name) for number, name in rows]
@@ -129,28 +114,10 @@ def measure(*, smoke: bool) -> dict[str, Any]:
 
             assert len(client.send_fax(recipients, [doc]).job_ids) == len(floor()) == size
             calls = max(4, (20 if smoke else 4000) // size)
-            out["sizes"][str(size)] = _turns({"faxws": ours, "floor": floor}, calls, rounds)
+            out["sizes"][str(size)] = cpu_per_call(
+                {"faxws": ours, "floor": floor}, calls, rounds, warm=1, step=5
+            )
     return out
-
-
-def _turns(fns: dict[str, Callable[[], object]], n: int, rounds: int) -> dict[str, list[float]]:
-    """CPU seconds per call of each function per round, the functions taking turns in slices
-    of a few calls so that a busy spell of the machine falls on all of them alike."""
-    for fn in fns.values():
-        fn()
-    step = max(1, min(5, n))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        spent = dict.fromkeys(fns, 0.0)
-        for _ in range(max(1, n // step)):
-            for name, fn in fns.items():
-                started = time.process_time()
-                for _ in range(step):
-                    fn()
-                spent[name] += time.process_time() - started
-        for name in fns:
-            samples[name].append(spent[name] / (max(1, n // step) * step))
-    return samples
 
 
 def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:

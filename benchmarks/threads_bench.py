@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from async_bench import FLOOR_REPORT_BODY, HEADERS, PIN, USER, AsyncSinkProcess  # benchmarks/
+from async_bench import FLOOR_REPORT_BODY, HEADERS, PIN, USER, sink_process  # benchmarks/
 
 THREADS = (1, 8, 32)
 WAYS = ("faxws", "floor")
@@ -190,7 +190,7 @@ def measure(sink_url: str | None, smoke: bool) -> dict[str, Any]:
     if sink_url is not None:
         figures = run(sink_url)
     else:
-        with AsyncSinkProcess() as url:
+        with sink_process() as url:
             figures = run(url)
     return {**figures, "rounds": sizes[-1]}
 
