@@ -1,12 +1,17 @@
-"""What the benchmark modules share: a server in a child process, and CPU per call measured
-with the ways compared taking turns."""
+"""What the benchmark modules share: a server in a child process, CPU per call measured with
+the ways compared taking turns, and a large document sent each way in fresh processes."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 
 class ServerProcess:
@@ -52,3 +57,29 @@ def cpu_per_call(
         for name in fns:
             samples[name].append(spent[name] / (max(1, n // step) * step))
     return samples
+
+
+def large_document(
+    script: str, ways: tuple[str, ...], url: str, size: int, rounds: int
+) -> dict[str, Any]:
+    """A random file of ``size`` bytes sent to ``url`` by ``python SCRIPT --child-large WAY
+    URL PATH`` for each way in turn, a fresh process each, round after round; each child
+    prints one JSON line as its last. {"size": size, way: [each round's line, ...]}."""
+    out: dict[str, Any] = {"size": size, **{way: [] for way in ways}}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "scan.pdf"
+        block = os.urandom(1 << 20)
+        with open(path, "wb") as fh:
+            for _ in range(size // len(block)):
+                fh.write(block)
+            fh.write(block[: size % len(block)])
+        for _ in range(rounds):
+            for way in ways:
+                done = subprocess.run(
+                    [sys.executable, script, "--child-large", way, url, str(path)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                out[way].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out

@@ -23,14 +23,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-from _common import ServerProcess  # benchmarks/
+from _common import ServerProcess, large_document  # benchmarks/
 
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 USER, PIN = "mbx0000000000", "0000"
@@ -277,23 +275,7 @@ def measure(sink_url: str, size: int, *, smoke: bool) -> dict[str, Any]:
             check=True,
         )
     rates: dict[str, list[float]] = json.loads(done.stdout.strip().splitlines()[-1])
-    large: dict[str, Any] = {"size": size, **{way: [] for way in LARGE_WAYS}}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "scan.pdf"
-        block = os.urandom(1 << 20)
-        with open(path, "wb") as fh:
-            for _ in range(size // len(block)):
-                fh.write(block)
-            fh.write(block[: size % len(block)])
-        for _ in range(rounds):
-            for way in LARGE_WAYS:
-                sent = subprocess.run(
-                    [sys.executable, __file__, "--child-large", way, sink_url, str(path)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                large[way].append(json.loads(sent.stdout.strip().splitlines()[-1]))
+    large = large_document(__file__, LARGE_WAYS, sink_url, size, rounds)
     return {"rates": rates, "large": large, "calls": calls, "rounds": rounds}
 
 

@@ -27,7 +27,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +40,7 @@ import recipients_bench  # benchmarks/: the cost per recipient
 import simulator_bench  # benchmarks/: the simulator's throughput and lookups
 import threads_bench  # benchmarks/: thread scaling
 from _common import ServerProcess, cpu_per_call  # benchmarks/
+from _common import large_document as common_large_document  # benchmarks/
 
 ROOT = Path(__file__).resolve().parents[1]
 WSDL = ROOT / "wsdl" / "FaxWS.wsdl"
@@ -302,24 +302,7 @@ LARGE_WAYS = ("faxws", "floor", "zeep")
 
 def large_document(url: str, size: int, rounds: int) -> dict[str, Any]:
     """Each round sends the document once each way, in turn, each in a fresh process."""
-    out: dict[str, Any] = {"size": size, **{way: [] for way in LARGE_WAYS}}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "scan.pdf"
-        block = os.urandom(1 << 20)
-        with open(path, "wb") as fh:
-            for _ in range(size // len(block)):
-                fh.write(block)
-            fh.write(block[: size % len(block)])
-        for _ in range(rounds):
-            for way in LARGE_WAYS:
-                done = subprocess.run(
-                    [sys.executable, __file__, "--child-large", way, url, str(path)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                out[way].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return out
+    return common_large_document(__file__, LARGE_WAYS, url, size, rounds)
 
 
 # -- per call CPU, throughput -------------------------------------------------------------------
