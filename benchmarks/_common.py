@@ -35,6 +35,15 @@ class ServerProcess:
             self.proc.stdout.close()
 
 
+def proc_status(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (such as VmHWM), in bytes."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def cpu_per_call(
     fns: dict[str, Callable[[], object]], n: int, rounds: int, *, warm: int = 20, step: int = 10
 ) -> dict[str, list[float]]:

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from _common import ServerProcess, large_document  # benchmarks/
+from _common import ServerProcess, large_document, proc_status  # benchmarks/
 
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 USER, PIN = "mbx0000000000", "0000"
@@ -185,14 +185,6 @@ def child(url: str, calls: int, rounds: int, concurrency: int) -> None:
     print(json.dumps(rates))
 
 
-def _status(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def child_large(way: str, url: str, path: str) -> None:
     """Send ``path`` once the way named; print the extra peak memory and the time. The floor
     streams the same body with bare aiohttp: the file read and encoded in the same 768 KiB
@@ -243,7 +235,7 @@ def child_large(way: str, url: str, path: str) -> None:
                 def send() -> Awaitable[object]:
                     return floor_post(streamed(), length)
 
-            baseline = _status("VmRSS")
+            baseline = proc_status("VmRSS")
             try:
                 with open("/proc/self/clear_refs", "w") as fh:
                     fh.write("5")  # reset the peak RSS to the current RSS
@@ -252,7 +244,7 @@ def child_large(way: str, url: str, path: str) -> None:
             started = time.perf_counter()
             await send()
             wall = time.perf_counter() - started
-            return max(0, _status("VmHWM") - baseline), wall
+            return max(0, proc_status("VmHWM") - baseline), wall
 
     extra, wall = asyncio.run(main())
     print(json.dumps({"way": way, "size": os.path.getsize(path), "extra": extra, "wall": wall}))

@@ -39,7 +39,7 @@ import async_bench  # benchmarks/: the async client's figures
 import recipients_bench  # benchmarks/: the cost per recipient
 import simulator_bench  # benchmarks/: the simulator's throughput and lookups
 import threads_bench  # benchmarks/: thread scaling
-from _common import ServerProcess, cpu_per_call  # benchmarks/
+from _common import ServerProcess, cpu_per_call, proc_status  # benchmarks/
 from _common import large_document as common_large_document  # benchmarks/
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,14 +247,6 @@ def face_report(client: Any) -> None:
 # -- large document: one child process per way and round ----------------------------------------
 
 
-def _status(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def child_large(way: str, url: str, path: str) -> None:
     """Send ``path`` once the way named, and print the extra peak memory and the time."""
     from faxws import FaxClient, FaxFile
@@ -284,7 +276,7 @@ def child_large(way: str, url: str, path: str) -> None:
         def send() -> None:
             zeep_send(service, data)
 
-    baseline = _status("VmRSS")
+    baseline = proc_status("VmRSS")
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset the peak RSS to the current RSS
@@ -293,7 +285,7 @@ def child_large(way: str, url: str, path: str) -> None:
     started = time.perf_counter()
     send()
     wall = time.perf_counter() - started
-    extra = max(0, _status("VmHWM") - baseline)
+    extra = max(0, proc_status("VmHWM") - baseline)
     print(json.dumps({"way": way, "size": size, "extra": extra, "wall": wall}))
 
 
