@@ -281,14 +281,6 @@ def test_an_answer_is_one_write_with_the_standard_head(sim: FaxWSSimulator) -> N
     assert b"<return>false</return>" in body  # job J1 is unknown
 
 
-def test_activity_ids_are_version_4_uuids_and_differ() -> None:
-    ids = {_http._activity_id() for _ in range(1000)}
-    assert len(ids) == 1000
-    for text in ids:
-        parsed = uuid.UUID(text)
-        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
-
-
 def test_head_gets_the_head_alone(sim: FaxWSSimulator) -> None:
     answer = exchange(sim, b"HEAD / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     head, _, rest = answer.partition(b"\r\n\r\n")

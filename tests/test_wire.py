@@ -185,6 +185,40 @@ def test_default_request_id_is_a_fresh_uuid4(
     assert all(uuid.UUID(i).version == 4 for i in ids)
 
 
+def test_request_ids_are_uuid4_unique_after_fork_and_apart_from_the_random_module() -> None:
+    import os
+    import random
+    import uuid
+
+    from faxws._soap import new_request_id
+
+    ids = [new_request_id() for _ in range(1000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
+    # A program seeding the random module twice alike gets different request ids.
+    random.seed(7)
+    first = new_request_id()
+    random.seed(7)
+    assert new_request_id() != first
+    # A forked child does not repeat the ids its parent goes on to make.
+    if not hasattr(os, "fork"):
+        return
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id, then gone
+        os.write(write_end, new_request_id().encode())
+        os._exit(0)
+    os.close(write_end)
+    parents = new_request_id()
+    with os.fdopen(read_end, "rb") as pipe:
+        childs = pipe.read().decode()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(childs) == 36
+    assert childs != parents
+
+
 def test_unnarrowed_report_sends_type_zero_and_empty_address(
     capture_server: type[CaptureServer], face: Face
 ) -> None:

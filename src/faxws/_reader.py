@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -53,7 +54,7 @@ class ReadError(Exception):
 
 def parse_document(data: bytes) -> etree._Element:
     """Parse untrusted XML. Raises :class:`ReadError`."""
-    if not data.strip():
+    if not data or data.isspace():  # as data.strip() would be empty, without a copy
         raise ReadError("the response body is empty")
     if _safexml.dtd_offset(data) >= 0:
         raise ReadError("the response has a DOCTYPE (DTDs are refused)")
@@ -81,6 +82,8 @@ def soap_payload(root: etree._Element) -> etree._Element:
     body = root.find(f"{{{soap_ns}}}Body")
     if body is None:
         raise ReadError("the SOAP envelope has no Body")
+    if len(body) == 1 and isinstance(body[0].tag, str):
+        return body[0]  # as answers are written: the payload alone
     children = [c for c in body if isinstance(c.tag, str)]
     if len(children) != 1:
         raise ReadError(f"the SOAP Body holds {len(children)} elements, expected 1")
@@ -161,7 +164,9 @@ class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the 
         self.element = element  # the child at fault, when its position is not known yet
 
 
-_SCALAR, _COMPLEX = 0, 1
+#: What :meth:`_Reader._read_in_order` gives for children it leaves to the general reading.
+_OUT_OF_ORDER: Any = object()
+_UNBOUNDED = sys.maxsize
 
 
 class _Reader:
@@ -169,7 +174,18 @@ class _Reader:
     tag mapped to its field ahead, so that reading an element is one pass over its children.
     Paths for messages are put together only when something does not fit."""
 
-    __slots__ = ("_bulk", "_cls", "_fields", "_index", "_plan", "_schema", "_tags", "_types", "tag")
+    __slots__ = (
+        "_bulk",
+        "_cls",
+        "_fields",
+        "_index",
+        "_order",
+        "_plan",
+        "_schema",
+        "_tags",
+        "_types",
+        "tag",
+    )
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
@@ -187,6 +203,17 @@ class _Reader:
         # its reader or its type.
         self._plan = [
             (tag, f.repeated, f.complex_type, f.xsd_type)
+            for tag, f in zip(self._index, xml.fields, strict=True)
+        ]
+        self._order = [
+            (
+                tag,
+                f.min_occurs,
+                _UNBOUNDED if f.max_occurs is None else f.max_occurs,
+                f.repeated,
+                f.complex_type,
+                f.xsd_type,
+            )
             for tag, f in zip(self._index, xml.fields, strict=True)
         ]
         self._bulk = _bulk_reader(cls)
@@ -242,13 +269,58 @@ class _Reader:
     def read(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
         """The instance ``element`` holds; elements it does not know are added to
         ``unknown`` as (path below ``element``, tag)."""
+        children = list(element)
+        tags = [c.tag for c in children]
         if self._tags is not None:
-            children = list(element)
-            if [c.tag for c in children] == self._tags:
+            if tags == self._tags:
                 try:
                     return self._cls(*map(_scalar, self._types, children))
                 except _Misfit:
                     pass  # told again below, with its place
+        else:
+            found = self._read_in_order(children, tags, unknown)
+            if found is not _OUT_OF_ORDER:
+                return found
+        return self._read_any_order(element, unknown)
+
+    def _read_in_order(
+        self, children: list[etree._Element], tags: list[Any], unknown: list[tuple[str, str]]
+    ) -> Any:
+        """The instance, when ``children`` are the fields in schema order, each as often as
+        it may be, and everything in them reads without a misfit or an unknown element (as
+        answers are written); else :data:`_OUT_OF_ORDER`, and :meth:`_read_any_order` reads
+        the element again (or tells, with its place, what does not fit). Same values: the
+        fields are found by their tags either way."""
+        values: list[Any] = []
+        pos, end = 0, len(children)
+        seen = len(unknown)
+        try:
+            for tag, low, high, repeated, complex_type, xsd_type in self._order:
+                start = pos
+                while pos < end and tags[pos] == tag:
+                    pos += 1
+                if not low <= pos - start <= high:
+                    return _OUT_OF_ORDER
+                if complex_type is not None:
+                    sub = _reader(complex_type)
+                    items = [sub.read(c, unknown) for c in children[start:pos]]
+                    if len(unknown) != seen:
+                        del unknown[seen:]  # their paths are put together by the other way
+                        return _OUT_OF_ORDER
+                else:
+                    items = [_scalar(xsd_type, c) for c in children[start:pos]]
+                if repeated:
+                    values.append(tuple(items))
+                else:
+                    values.append(items[0] if items else None)
+        except _Misfit:
+            del unknown[seen:]
+            return _OUT_OF_ORDER
+        if pos != end:
+            return _OUT_OF_ORDER  # unknown elements, comments or the like
+        return self._cls(*values)
+
+    def _read_any_order(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
         index = self._index
         found: list[list[etree._Element]] = [[] for _ in self._fields]
         for child in element:
@@ -474,8 +546,15 @@ def child_element(element: etree._Element, local: str) -> etree._Element | None:
 def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: Redact) -> None:
     """ServiceError when an answer (of any operation that has them) says ``return`` false or
     carries a non-zero ``WSError``."""
-    returned = child_element(payload, "return")
-    error = child_element(payload, "WSError")
+    returned = error = None
+    for child in payload:  # the first of each, in any namespace (as child_element finds them)
+        tag = child.tag
+        if isinstance(tag, str):
+            local = tag[tag.rfind("}") + 1 :]
+            if local == "return":
+                returned = child if returned is None else returned
+            elif local == "WSError":
+                error = child if error is None else error
     ok = returned is None or (returned.text or "").strip() in ("true", "1")
     code_element = None if error is None else child_element(error, "ErrorCode")
     code_text = (code_element.text or "") if code_element is not None else ""

@@ -10,6 +10,9 @@ their own exceptions in their own modules, each with one table.
 
 from __future__ import annotations
 
+import os
+import random
+
 from faxws.errors import BadInputError, FaxWSError
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "SOAP11_NS",
     "SOAP12_NS",
     "may_retry",
+    "new_request_id",
     "request_headers",
 ]
 
@@ -30,6 +34,24 @@ CONTENT_TYPE = f"{MEDIA_TYPE}; charset=utf-8"
 PATH = "/fax/v5"
 #: Statuses after which an idempotent call is sent again (a gateway's transient failures).
 RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+# Request ids come from a generator of faxws's own, seeded from the system, and again in each
+# forked child (a worker forked after import would otherwise repeat its parent's ids); a
+# program seeding the random module does not touch it. Ids must be unique, not secret:
+# uuid.uuid4 asks the system for every one, a system call that lets other threads take the GIL.
+_ids = random.Random()  # noqa: S311 - identifiers, not secrets
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
+_UUID_FIXED = (0xF000 << 64) | (0xC000 << 48)  # the version's and the variant's bits
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
+
+
+def new_request_id() -> str:
+    """A random version 4 UUID, spelled as ``str(uuid.uuid4())``."""
+    n = (_ids.getrandbits(128) & ~_UUID_FIXED) | _UUID_V4
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def request_headers(

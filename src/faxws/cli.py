@@ -748,9 +748,9 @@ def _call(
 
 
 def _new_request_id() -> str:
-    import uuid
+    from faxws._soap import new_request_id
 
-    return str(uuid.uuid4())
+    return new_request_id()
 
 
 def spool_stdin(source: BinaryIO) -> BinaryIO:

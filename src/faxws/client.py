@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import operator
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,7 +22,7 @@ from faxws._http import (
 )
 from faxws._log import logger
 from faxws._reader import interpret
-from faxws._soap import PATH
+from faxws._soap import PATH, new_request_id
 from faxws._sync import SyncCaller
 from faxws._wire import Body, as_values, envelope
 from faxws._xsd import Operation
@@ -490,7 +489,7 @@ class AsyncFaxClient(_ClientBase):
 
 
 def _request_id(request_id: str | None) -> str:
-    return str(uuid.uuid4()) if request_id is None else check_request_id(request_id)
+    return new_request_id() if request_id is None else check_request_id(request_id)
 
 
 @contextlib.contextmanager

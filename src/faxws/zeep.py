@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ from faxws._reader import (
     raise_for_ws_error,
     soap_payload,
 )
-from faxws._soap import SOAP11_NS
+from faxws._soap import SOAP11_NS, new_request_id
 from faxws._sync import SyncCaller
 from faxws._transport import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -286,7 +285,7 @@ class _OperationProxy(zeep.proxy.OperationProxy):
                 extra = client.settings.extra_http_headers or {}
                 given = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
                 error: FaxWSError = BadInputError(
-                    "arguments", text, request_id=given or str(uuid.uuid4())
+                    "arguments", text, request_id=given or new_request_id()
                 )
             else:
                 error = ProtocolError(f"zeep could not read the answer: {text}", request_id=rid)
@@ -319,7 +318,7 @@ class _Client(zeep.Client):
 def _request_id(headers: Mapping[str, str]) -> str:
     """The caller's x-ch-request-id (checked), or a fresh UUID4."""
     given = next((v for k, v in headers.items() if k.lower() == _REQUEST_ID), None)
-    return str(uuid.uuid4()) if given is None else check_request_id(given)
+    return new_request_id() if given is None else check_request_id(given)
 
 
 def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:

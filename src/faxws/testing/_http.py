@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import random
 import re
 import socket
 import struct
@@ -25,7 +24,7 @@ from lxml import etree
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import redact
 from faxws._request_reader import ENVELOPE, deviations
-from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH
+from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH, new_request_id
 from faxws._wire import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
 from faxws.testing import _api, _inbox
@@ -77,11 +76,8 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
 _HEADER_LINES = re.compile(rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?")
 _SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
-# Activity ids only need to differ: drawn from a generator, not the system's random source,
-# whose system call would hand the interpreter over to another thread on every answer.
-_ids = random.Random()  # noqa: S311 - identifiers, not secrets
-_UUID_FIXED = (0xF000 << 64) | (0xC000 << 48)  # the version's and the variant's bits
-_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
+# Activity ids are made as request ids are (faxws._soap.new_request_id): unique, and with no
+# system call that would hand the interpreter over to another thread on every answer.
 
 
 class Server(ThreadingHTTPServer):
@@ -441,7 +437,7 @@ class Handler(BaseHTTPRequestHandler):
             head = (
                 f"{_STATUS_LINES.get(status) or _status_line(self, status)}"
                 f"Date: {_http_date()}\r\n"
-                f"Content-Type: {content_type}\r\nx-ch-activity-id: {_activity_id()}\r\n"
+                f"Content-Type: {content_type}\r\nx-ch-activity-id: {new_request_id()}\r\n"
                 f"x-ch-execution-time: {elapsed}\r\n{rid}Content-Length: {len(payload)}\r\n\r\n"
             )
             if self.request_version != "HTTP/0.9":
@@ -452,7 +448,7 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Content-Type": content_type}
         if extra:
             headers.update(extra)
-        headers["x-ch-activity-id"] = _activity_id()
+        headers["x-ch-activity-id"] = new_request_id()
         headers["x-ch-execution-time"] = elapsed
         if request_id is not None:
             headers["x-ch-request-id"] = request_id
@@ -782,13 +778,6 @@ def _http_date() -> str:
 
 class _LineTooLongError(Exception):
     """A header line longer than the standard library's limit."""
-
-
-def _activity_id() -> str:
-    """A random version 4 UUID, as uuid.uuid4() spells it."""
-    n = (_ids.getrandbits(128) & ~_UUID_FIXED) | _UUID_V4
-    h = f"{n:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _limit_waits(sock: socket.socket, seconds: int) -> None:
