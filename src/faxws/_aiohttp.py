@@ -271,12 +271,7 @@ def _has_input(transport: asyncio.BaseTransport) -> bool:
     if sock is None:
         return False
     try:
-        fd = sock.fileno()
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            return bool(poller.poll(0))
-        readable, _, _ = select.select([fd], [], [], 0)
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
         return bool(readable)
     except (OSError, ValueError):
         return True
@@ -291,7 +286,7 @@ class _Request(aiohttp.ClientRequest):
         if sent is not None:
             protocol = conn.protocol
             transport = conn.transport
-            if transport is None or (protocol.answered and _has_input(transport)):
+            if transport is None or (protocol.answered and protocol.has_input(transport)):
                 raise _StaleConnectionError
             protocol.interim = 0
             sent.sending(transport, protocol)
@@ -313,6 +308,26 @@ class _Handler(ResponseHandler):
 
     interim = 0
     answered = False  # has carried a whole answer (and may sit idle in the pool)
+    _idle: Any = None  # a poll object watching the connection's socket, made on first use
+
+    def has_input(self, transport: asyncio.BaseTransport) -> bool:
+        """:func:`_has_input`, with one poll object per connection where poll exists: each
+        check of a reused connection is then one system call."""
+        poller = self._idle
+        if poller is None:
+            sock = transport.get_extra_info("socket")
+            if sock is None or not hasattr(select, "poll"):
+                return _has_input(transport)
+            try:
+                poller = select.poll()
+                poller.register(sock.fileno(), select.POLLIN)
+            except (OSError, ValueError):
+                return True
+            self._idle = poller
+        try:
+            return bool(poller.poll(0))  # a closed socket answers POLLNVAL: not reused
+        except (OSError, ValueError):
+            return True
 
     def feed_data(self, data: Any, *args: Any) -> None:
         if self.interim > MAX_INTERIM_RESPONSES:

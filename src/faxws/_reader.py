@@ -39,6 +39,8 @@ from faxws.errors import (
 )
 
 _ENVELOPES = {f"{{{SOAP11_NS}}}Envelope": SOAP11_NS, f"{{{SOAP12_NS}}}Envelope": SOAP12_NS}
+_BODIES = {ns: f"{{{ns}}}Body" for ns in _ENVELOPES.values()}
+_FAULT11, _FAULT12 = f"{{{SOAP11_NS}}}Fault", f"{{{SOAP12_NS}}}Fault"
 
 
 ResponseT = TypeVar("ResponseT")
@@ -79,8 +81,12 @@ def soap_payload(root: etree._Element) -> etree._Element:
     soap_ns = _ENVELOPES.get(str(root.tag))
     if soap_ns is None:
         raise ReadError(f"the response is not a SOAP envelope (root element {_name(root)})")
-    body = root.find(f"{{{soap_ns}}}Body")
-    if body is None:
+    body_tag = _BODIES[soap_ns]
+    # The first Body child, as root.find(body_tag) finds it (which costs more than the loop).
+    for body in root:
+        if body.tag == body_tag:
+            break
+    else:
         raise ReadError("the SOAP envelope has no Body")
     if len(body) == 1 and isinstance(body[0].tag, str):
         return body[0]  # as answers are written: the payload alone
@@ -92,12 +98,13 @@ def soap_payload(root: etree._Element) -> etree._Element:
 
 def fault_of(payload: etree._Element) -> tuple[str, str] | None:
     """(fault code, fault string) when ``payload`` is a SOAP 1.1 or 1.2 Fault."""
-    if payload.tag == f"{{{SOAP11_NS}}}Fault":
+    tag = payload.tag
+    if tag == _FAULT11:
         return (
             _child_text(payload, "faultcode") or "soap:Server",
             _child_text(payload, "faultstring"),
         )
-    if payload.tag == f"{{{SOAP12_NS}}}Fault":
+    if tag == _FAULT12:
         code = payload.find(f"{{{SOAP12_NS}}}Code/{{{SOAP12_NS}}}Value")
         reason = payload.find(f"{{{SOAP12_NS}}}Reason/{{{SOAP12_NS}}}Text")
         return (
