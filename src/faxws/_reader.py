@@ -469,6 +469,193 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
     raise _misfit(element, f" has the unsupported type xs:{xsd_type}")
 
 
+# -- successful answers as the service writes them, in one made function -----------------------
+
+
+def _answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
+    """The function reading a successful answer of output class ``cls`` from its parsed
+    document, made once per class (see :func:`_make_answer_reader`)."""
+    found = _ANSWER_READERS.get(cls)
+    if found is None:
+        found = _ANSWER_READERS.setdefault(cls, _make_answer_reader(cls))
+    return found
+
+
+_ANSWER_READERS: dict[type[Any], Callable[[etree._Element], Any]] = {}
+
+
+def _make_answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
+    """A function taking the document element of an answer and giving the instance of
+    ``cls`` it holds, when it is a success written as answers are: a SOAP 1.1 envelope
+    holding only its Body, the Body only the payload, and every element in it exactly the
+    fields of its type in schema order, each as often as it may be, each value of its type;
+    ``return`` (where there is one) true and ``WSError``'s ``ErrorCode`` 0. Anything else
+    gives None, and the general reading (:func:`payload_of`, :func:`raise_for_ws_error`,
+    :func:`read_payload`) tells what the answer means: the values found here are the ones
+    it would find (tests/test_equivalence.py). Made like the writer's functions: Python
+    source from the bindings' description, where tags and classes are names bound in its
+    scope, never text put into the source."""
+    scope: dict[str, Any] = {
+        "ENVELOPE": f"{{{SOAP11_NS}}}Envelope",
+        "BODY": _BODIES[SOAP11_NS],
+        "_int": _answer_int,
+        "_bool": _answer_bool,
+        "_b64": _answer_b64,
+        "_NO": _NO,
+    }
+    lines: list[str] = []
+    names: dict[type[Any], str] = {}
+
+    def const(value: Any) -> str:
+        name = f"k{len(scope)}"
+        scope[name] = value
+        return name
+
+    def reader_of(c: type[Any]) -> str:
+        if c in names:
+            return names[c]
+        name = names[c] = f"read{len(names)}"
+        namespace = namespace_of(c)
+        fields = c.__xml__.fields
+        subs = {f.complex_type: reader_of(f.complex_type) for f in fields if f.complex_type}
+        out = [f"def {name}(e):", "    k = list(e)", "    n = len(k)", "    i = 0"]
+        values = []
+        for j, f in enumerate(fields):
+            tag = const(f"{{{namespace}}}{f.name}")
+            if f.complex_type is not None:
+                convert = f"{subs[f.complex_type]}(c)"
+            elif f.xsd_type == "string":
+                convert = '_NO if len(c) else (c.text or "")'
+            elif f.xsd_type in ("int", "long"):
+                low, high = (INT_MIN, INT_MAX) if f.xsd_type == "int" else (LONG_MIN, LONG_MAX)
+                convert = f"_int(c, {low}, {high})"
+            elif f.xsd_type == "boolean":
+                convert = "_bool(c)"
+            elif f.xsd_type == "base64Binary":
+                convert = "_b64(c)"
+            else:
+                raise _Unfit  # a type this reading does not know
+            high = _UNBOUNDED if f.max_occurs is None else f.max_occurs
+            if f.min_occurs == high == 1:
+                out += [
+                    f"    if i >= n or k[i].tag != {tag}:",
+                    "        return None",
+                    "    c = k[i]",
+                    "    i += 1",
+                    f"    v{j} = {convert}",
+                    f"    if v{j} is _NO or v{j} is None:",
+                    "        return None",
+                ]
+            else:
+                out += [
+                    "    s = i",
+                    f"    while i < n and k[i].tag == {tag}:",
+                    "        i += 1",
+                    f"    if not {f.min_occurs} <= i - s <= {high}:",
+                    "        return None",
+                    f"    items = [{convert} for c in k[s:i]]",
+                    "    if _NO in items or None in items:",
+                    "        return None",
+                    f"    v{j} = tuple(items)"
+                    if f.repeated
+                    else f"    v{j} = items[0] if items else None",
+                ]
+            values.append(f"v{j}")
+        out += [
+            "    if i != n:",
+            "        return None",
+            f"    return {const(c)}({', '.join(values)})",
+        ]
+        lines.extend(out)
+        return name
+
+    try:
+        top = reader_of(cls)
+        checks = _success_checks(cls, const)
+    except _Unfit:
+        return lambda root: None
+    lines += [
+        "def answer(root):",
+        "    if root.tag != ENVELOPE or len(root) != 1:",
+        "        return None",
+        "    body = root[0]",
+        "    if body.tag != BODY or len(body) != 1:",
+        "        return None",
+        "    e = body[0]",
+        f"    if e.tag != {const(_reader(cls).tag)}:",
+        "        return None",
+        f"    r = {top}(e)",
+        f"    if r is None or {' or '.join(checks) or 'False'}:",
+        "        return None",
+        "    return r",
+    ]
+    exec("\n".join(lines), scope)  # noqa: S102 (names made above; values bound in scope)
+    made: Callable[[etree._Element], Any] = scope["answer"]
+    return made
+
+
+class _Unfit(Exception):  # noqa: N818 (internal: no answer of the class is read the short way)
+    pass
+
+
+def _success_checks(cls: type[Any], const: Callable[[Any], str]) -> list[str]:
+    """Python conditions on the instance ``r`` under which :func:`raise_for_ws_error` would
+    find the answer a failure: ``return`` false, or a ``WSError`` whose ``ErrorCode`` is not
+    0. Raises _Unfit where the fields are not of the types those checks read. ``const``
+    binds a value to a name in the made function's scope."""
+    checks = []
+    by_name = {f.name: f for f in cls.__xml__.fields}
+    returned, error = by_name.get("return"), by_name.get("WSError")
+    if returned is not None:
+        if returned.xsd_type != "boolean" or returned.repeated:
+            raise _Unfit
+        checks.append(f"getattr(r, {const(returned.attr)}) is False")
+    if error is not None and error.complex_type is not None:
+        if error.repeated:
+            raise _Unfit
+        code = {f.name: f for f in error.complex_type.__xml__.fields}.get("ErrorCode")
+        if code is not None:
+            if code.xsd_type not in ("int", "long") or code.repeated:
+                raise _Unfit
+            ws, number = const(error.attr), const(code.attr)
+            checks.append(
+                f"(getattr(r, {ws}) is not None and getattr(getattr(r, {ws}), {number}) != 0)"
+            )
+    return checks
+
+
+_NO: Any = object()  # a value that does not fit: the answer takes the general reading
+
+
+def _answer_int(element: etree._Element, low: int, high: int) -> Any:
+    if len(element):
+        return _NO
+    token = (element.text or "").strip()
+    if len(token) > 25:
+        return _NO
+    try:
+        number = int(token)
+    except ValueError:
+        return _NO
+    return number if low <= number <= high else _NO
+
+
+def _answer_bool(element: etree._Element) -> Any:
+    if len(element):
+        return _NO
+    token = (element.text or "").strip()
+    return True if token in ("true", "1") else False if token in ("false", "0") else _NO
+
+
+def _answer_b64(element: etree._Element) -> Any:
+    if len(element):
+        return _NO
+    try:
+        return base64.b64decode("".join((element.text or "").split()), validate=True)
+    except (binascii.Error, ValueError):
+        return _NO
+
+
 # -- answers: the result, or the faxws error the answer means ----------------------------
 
 Redact = Callable[[str], str]
@@ -492,16 +679,19 @@ def _maybe_delivered(status: int) -> bool:
     return not 300 <= status < 500
 
 
-def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:
+def payload_of(
+    status: int, content: bytes, rid: str, redact: Redact, root: etree._Element | None = None
+) -> etree._Element:
     """The element inside the SOAP Body of a successful answer, or the error the answer
     means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
-    without a fault), ProtocolError (not a readable SOAP answer)."""
+    without a fault), ProtocolError (not a readable SOAP answer). ``root``: the answer's
+    document element, when it was parsed already."""
 
     def body_text() -> str:
         return excerpt(redact(decode_text(content[:4000])))
 
     try:
-        payload = soap_payload(parse_document(content))
+        payload = soap_payload(parse_document(content) if root is None else root)
     except ReadError as exc:
         if status in (401, 403):
             raise AuthenticationError(
@@ -584,7 +774,17 @@ def interpret(
     operation: Operation[Any, ResponseT], status: int, content: bytes, rid: str, redact: Redact
 ) -> ResponseT:
     """A successful answer of ``operation`` as its generated output class, or its error."""
-    payload = payload_of(status, content, rid, redact)
+    root = None
+    if 200 <= status < 300 and len(content) < TRUST_FROM:
+        try:
+            root = parse_document(content)
+        except ReadError:
+            pass  # told below
+        else:
+            found: ResponseT | None = _answer_reader(operation.output)(root)
+            if found is not None:
+                return found
+    payload = payload_of(status, content, rid, redact, root)
     raise_for_ws_error(payload, rid, status, redact)
     try:
         result: ResponseT = read_payload(payload, operation.output, len(content))
