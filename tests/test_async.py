@@ -269,6 +269,38 @@ def test_a_client_belongs_to_the_event_loop_it_was_first_used_in(sim: Any, face:
     face.run(client.close())
 
 
+def test_calls_on_one_connection_share_one_timer(sim: Any) -> None:
+    """Each call's time limits run on its connection's timer, set once and kept while calls
+    follow each other (faster than a timer per call); it ends with the connection."""
+    from faxws._aiohttp import _Handler
+
+    made: list[object] = []
+
+    async def calls() -> None:
+        loop = asyncio.get_running_loop()
+        call_at = loop.call_at
+
+        def counting(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(callback, "__func__", None) is _Handler.watch_fired:
+                made.append(callback)
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        async with AsyncFaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as client:
+            job = (await client.send_fax(["+1 555 0100"], [PDF])).job_ids[0]
+            for _ in range(5):
+                await client.get_fax_broadcast_report(job)
+            (transport,) = client._caller.http._used
+            handler = transport.get_protocol()
+            assert isinstance(handler, _Handler)
+            assert handler.watch is not None
+            assert handler.watched is None
+        assert handler.watch is None  # gone with the connection
+
+    asyncio.run(calls())
+    assert len(made) == 1
+
+
 # -- token providers --------------------------------------------------------------------------
 
 

@@ -403,6 +403,40 @@ def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(
     assert server.connections == 2
 
 
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_the_time_limit_holds_on_a_reused_connection(
+    tls: bool,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
+) -> None:
+    """The second call on a pooled connection is held to its own read time-out (the async
+    client's timer belongs to the connection and is kept from one call to the next)."""
+
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_request()
+        # Half the time-out before the first answer: a timer kept from the first call
+        # would fire half-way through the second call's time-out.
+        conn.server.stopping.wait(0.5)  # the server's pace, not a synchronization
+        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive
+        conn.read_request()
+        conn.server.stopping.wait(WAIT)  # then silence, until the test ends
+
+    server = serve(script, tls=server_tls if tls else None)
+    client = client_for(server, ca_file, face, timeout=(5, 1), retries=0)
+    send(client)
+    started = time.monotonic()
+    with pytest.raises(RequestTimeoutError) as info:
+        send(client)
+    waited = time.monotonic() - started
+    assert 0.9 <= waited < 10
+    assert info.value.maybe_delivered is True
+    assert len(server.received) == 2
+    assert server.connections == 1
+
+
 def test_reports_are_retried_after_a_failure_past_the_first_byte(
     serve: Callable[..., ScriptedServer],
     ca_file: str,

@@ -72,8 +72,10 @@ class Sent:
     connection; the exception aiohttp then raises is reported as a time-out.
 
     One timer serves every phase: moving the deadline later only records it, and a timer
-    that fires early sets itself again for what is left (calls are far shorter than their
-    time limits, so most attempts make one timer and cancel it).
+    that fires early sets itself again for what is left. From the moment the connection is
+    set up, the timer is the connection's (:class:`_Handler`), kept from one attempt to the
+    next: calls are far shorter than their time limits, so a connection in steady use
+    makes a timer about once per read time-out, not one per call.
     """
 
     __slots__ = (
@@ -167,6 +169,9 @@ class Sent:
         self._limit(None)
         self.armed = False
         self.transport = None
+        if isinstance(self.protocol, _Handler) and self.protocol.watched is self:
+            self.protocol.watched = None
+        self.protocol = None  # the next connection's times are its own
 
     # -- the time limit --
 
@@ -176,6 +181,19 @@ class Sent:
             self._deadline = 0.0
             return
         self._deadline = self._loop.time() + seconds
+        self._arm()
+
+    def _arm(self) -> None:
+        """A timer that fires at the deadline or before it."""
+        protocol = self.protocol
+        if isinstance(protocol, _Handler):  # the connection's timer, shared with later attempts
+            protocol.watched = self
+            handle = protocol.watch
+            if handle is None or handle.when() > self._deadline:
+                if handle is not None:
+                    handle.cancel()
+                protocol.watch = self._loop.call_at(self._deadline, protocol.watch_fired)
+            return
         handle = self._handle
         if handle is None or handle.when() > self._deadline:
             if handle is not None:
@@ -183,12 +201,13 @@ class Sent:
             self._handle = self._loop.call_at(self._deadline, self._expire)
 
     def _expire(self) -> None:
+        """The timer fired: the phase has ended too late, or its deadline moved later."""
         self._handle = None
         deadline = self._deadline
         if not deadline or self._phase in ("pool", "done"):
             return
         if self._loop.time() < deadline:  # moved later since the timer was set
-            self._handle = self._loop.call_at(deadline, self._expire)
+            self._arm()
             return
         phase = self._phase
         if phase == "body" and self._response is not None and self._response.connection is None:
@@ -210,6 +229,9 @@ class Sent:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        protocol = self.protocol
+        if isinstance(protocol, _Handler) and protocol.watched is self:
+            protocol.watched = None  # its timer waits for the next attempt, or ends
         if failed and self.transport is not None:
             self.transport.abort()
 
@@ -309,6 +331,22 @@ class _Handler(ResponseHandler):
     interim = 0
     answered = False  # has carried a whole answer (and may sit idle in the pool)
     _idle: Any = None  # a poll object watching the connection's socket, made on first use
+    watch: asyncio.TimerHandle | None = None  # the timer of the attempts on this connection
+    watched: Sent | None = None  # the attempt it times, while there is one
+
+    def watch_fired(self) -> None:
+        self.watch = None
+        sent = self.watched
+        if sent is not None:
+            sent._expire()  # expires it, or sets the timer again for its later deadline
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        # No timer outlives its connection (it would keep it in memory until it fired).
+        if self.watch is not None:
+            self.watch.cancel()
+            self.watch = None
+        self.watched = None
+        super().connection_lost(exc)
 
     def has_input(self, transport: asyncio.BaseTransport) -> bool:
         """:func:`_has_input`, with one poll object per connection where poll exists: each
