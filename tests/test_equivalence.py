@@ -273,6 +273,57 @@ def test_the_writer_refuses_what_the_schema_refuses(
     assert (info.value.field, info.value.problem) == (path, problem)
 
 
+def _written(cls: type[Any], values: tuple[Any, ...], *, made: bool) -> object:
+    from faxws import _wire
+
+    top = _wire.writer(cls)
+    single = top._single
+    if not made:
+        top._single = None
+    try:
+        return _wire.envelope_of(cls, values).whole
+    except BadInputError as exc:
+        return ("refused", exc.field, exc.problem)
+    finally:
+        top._single = single
+
+
+class _OwnStr(str):
+    """A str subclass whose str() differs from its text."""
+
+    def __str__(self) -> str:
+        return "other"
+
+
+_ANY_VALUE = st.one_of(
+    st.text(st.sampled_from("ab&<>' \"\u00e9"), max_size=4),
+    st.integers(-(2**64), 2**64),
+    st.booleans(),
+    st.none(),
+    st.sampled_from([_OwnStr("x&"), 1.5, b"x"]),
+)
+
+
+_TEXT = st.text(st.sampled_from("ab&<>' \"\u00e9"), max_size=4)
+_MOSTLY_TEXT = st.one_of(_TEXT, _TEXT, _TEXT, _ANY_VALUE)
+_INT_EDGES = st.sampled_from([2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**63])
+_MOSTLY_INT = st.one_of(st.integers(-(2**32), 2**32), _INT_EDGES, _ANY_VALUE)
+
+
+@SETTINGS
+@given(values=st.tuples(_MOSTLY_TEXT, _MOSTLY_TEXT, _MOSTLY_TEXT, _MOSTLY_INT, _MOSTLY_TEXT))
+def test_a_type_of_single_values_is_written_alike_by_its_made_function(
+    values: tuple[Any, ...],
+) -> None:
+    """A report request (single strings and an int) is written by a function made for its
+    type; whatever the values, the bytes (or the refusal) are those of the general writer."""
+    from faxws import _wire
+
+    cls = bindings.GetFaxBroadcastReport
+    assert _wire.writer(cls)._single is not None
+    assert _written(cls, values, made=True) == _written(cls, values, made=False)
+
+
 def test_a_request_the_writer_writes_is_valid() -> None:
     for request_ in (_report(), _send()):
         assert validate(b"".join(envelope(request_))) == []
