@@ -96,6 +96,26 @@ def test_short_reads_are_sent_whole_with_a_true_content_length(
     assert b"=" not in request.body.split(b"<FileData>")[1].split(b"</FileData>")[0][:-2]
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 256 * 1024 - 1, 256 * 1024, 256 * 1024 + 1])
+def test_bytes_on_either_side_of_the_inline_limit_arrive_whole(
+    serve: Callable[..., ScriptedServer], tmp_path: Path, size: int, face: Face
+) -> None:
+    """Bytes up to INLINE_LIMIT are encoded as the envelope is written, larger ones while
+    sending; beside a file, in either order, each arrives as it was."""
+    from faxws._wire import INLINE_LIMIT
+
+    assert INLINE_LIMIT == 256 * 1024
+    data = pattern(size, seed=size % 7)
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(b"%PDF-1.4 from a file")
+    server = serve(answering)
+    documents = [FaxFile(data, 101), FaxFile.from_path(path), FaxFile(bytearray(data), 101)]
+    client(server, face).send_fax(["+1 555 0100"], documents)
+    [request] = server.requests
+    assert int(request.header("Content-Length") or 0) == len(request.body)
+    assert request.documents() == [data, b"%PDF-1.4 from a file", data]
+
+
 def test_a_file_that_grew_before_the_send_is_sent_whole(
     serve: Callable[..., ScriptedServer],
     tmp_path: Path,

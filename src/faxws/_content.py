@@ -148,6 +148,10 @@ class BytesSource:
         return self._data.nbytes
 
     @property
+    def data(self) -> memoryview:
+        return self._data
+
+    @property
     def name(self) -> str:
         return "<bytes>"
 

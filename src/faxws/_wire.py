@@ -9,6 +9,7 @@ request with a large document costs memory of the order of one chunk, not of the
 from __future__ import annotations
 
 import base64
+import binascii
 import operator
 import re
 import threading
@@ -45,6 +46,8 @@ EPILOG = b"</soap:Body></soap:Envelope>"
 CHUNK_SIZE = 3 * 256 * 1024
 #: Bodies up to this size are read whole before the first byte is sent; larger ones stream.
 STREAM_THRESHOLD = 1 << 20
+#: Documents in memory up to this size are encoded as the envelope is written.
+INLINE_LIMIT = 256 * 1024
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -237,7 +240,7 @@ class _Writer:
                             _at(f, items, item), f"must be a bool, not {type(item).__name__}"
                         )
                     ap(f"{open_}{'true' if item else 'false'}{close}")
-            else:  # _BINARY: flushed here, encoded while sending
+            else:  # _BINARY: flushed here, encoded now (small bytes) or while sending
                 for item in items:
                     if isinstance(item, (bytes, bytearray)):
                         item = BytesSource(item)
@@ -248,7 +251,12 @@ class _Writer:
                     ap(open_)
                     parts.append("".join(buf).encode())
                     buf.clear()
-                    parts.append(item)
+                    if item.__class__ is BytesSource and item.size <= INLINE_LIMIT:
+                        # Bytes in memory are what they are now: a body of bytes alone is
+                        # sent without opening, measuring or reading any document.
+                        parts.append(binascii.b2a_base64(item.data, newline=False))
+                    else:
+                        parts.append(item)
                     ap(close)
 
 
@@ -385,9 +393,10 @@ class Body:
 
     @property
     def whole(self) -> bytes | None:
-        """The whole body when it holds no document (then it is its skeleton), else None."""
-        if all(isinstance(p, bytes) for p in self._parts):
-            return self.skeleton()
+        """The whole body when it holds no document to open (none, or only small ones in
+        memory, encoded already), else None."""
+        if all(p.__class__ is bytes for p in self._parts):
+            return b"".join(self._parts)  # type: ignore[arg-type]
         return None
 
     @property
@@ -395,10 +404,6 @@ class Body:
         """Whether every document is bytes in memory: opening and reading the body touches no
         file."""
         return all(isinstance(p, (bytes, BytesSource)) for p in self._parts)
-
-    def skeleton(self) -> bytes:
-        """The envelope with every base64 value left empty: small, for schema checks."""
-        return b"".join(p for p in self._parts if isinstance(p, bytes))
 
     def streams(self) -> list[object]:
         """The file objects the body sends, once each, in the order their locks are taken."""

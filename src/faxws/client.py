@@ -358,6 +358,12 @@ class FaxClient(_ClientBase):
         idempotent: bool,
     ) -> tuple[ResponseT, RawResponse]:
         body = self._body(request, rid)
+        whole = body.whole
+        if whole is not None:  # nothing to open: small documents in memory are encoded already
+            raw = self._caller.call(
+                operation.name, whole, len(whole), rid, operation.soap_action, idempotent=idempotent
+            )
+            return self._read(operation, raw, rid), raw
         # Documents are measured now: Content-Length is what they hold at this moment.
         with body.open() as opened:
             raw = self._caller.call(
