@@ -448,6 +448,18 @@ class HttpTransport:
     def _prepare(
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str]
     ) -> requests.PreparedRequest:
+        if body.__class__ is bytes and body:
+            # What copy() and prepare_body() make of a body of bytes, without copying the
+            # template's (empty) cookie jar and checking what kind of body it is.
+            request = requests.PreparedRequest()
+            request.method = self._template.method
+            request.url = self._template.url
+            fields = self._template.headers.copy()
+            fields.update(headers)
+            fields["Content-Length"] = str(len(body))
+            request.headers = fields
+            request.body = body
+            return request
         request = self._template.copy()
         if request.headers is not None:
             request.headers.update(headers)
@@ -514,7 +526,8 @@ class HttpTransport:
         raw = response.raw
         chunks: list[bytes] = []
         total = 0
-        declared = response.headers.get("Content-Length", "")
+        headers = response.headers
+        declared = headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_response_bytes:
             raise ProtocolError(
                 f"the response is larger than {self.max_response_bytes} bytes "
@@ -522,6 +535,9 @@ class HttpTransport:
                 request_id=request_id,
                 status_code=response.status_code,
             )
+        # With its length known (and no encoding to undo), the body is done when that many
+        # bytes came: urllib3 gave the connection back to the pool with the last of them.
+        expected = int(declared) if declared.isdigit() and "Content-Encoding" not in headers else -1
         while True:
             chunk = raw.read1(65536, decode_content=True)
             if not chunk:
@@ -534,6 +550,8 @@ class HttpTransport:
                     status_code=response.status_code,
                 )
             chunks.append(chunk)
+            if total == expected:
+                break
             if time.monotonic() > deadline:
                 raise RequestTimeoutError(
                     f"the response took longer than {read_timeout} s to arrive; the "
