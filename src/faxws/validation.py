@@ -26,7 +26,7 @@ from typing import TextIO
 
 from lxml import etree
 
-from faxws import _resources, _safexml
+from faxws import _resources, _runs, _safexml
 from faxws._soap import SOAP11_NS, SOAP12_NS
 from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
@@ -78,6 +78,10 @@ def _check_max_issues(value: object) -> int | None:
 
 XS_NS = "http://www.w3.org/2001/XMLSchema"
 
+#: More element children than this under one parent make a run (see faxws._runs): below it,
+#: numbering an element among its siblings costs libxml2 little.
+RUN = 64
+
 
 class Validator:
     """A compiled schema and the checks around it. Safe to share between threads.
@@ -102,6 +106,9 @@ class Validator:
         # Compiled copies not in use at the moment (see _validate); the first is compiled
         # here, so that a schema that does not compile fails now.
         self._idle = [etree.XMLSchema(doc)]
+        # The derived schemas for long runs of siblings (see faxws._runs), made on first
+        # need; False when this schema is not one they cover.
+        self._derived: _runs.RunSchemas | bool | None = None
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Validator:
@@ -114,7 +121,8 @@ class Validator:
         root, issues = _load(document)
         if root is None:
             return ValidationIssues(issues)
-        return self._check(root, limit)
+        # A tree parsed here is nobody else's: it may carry the marks of the run-aware way.
+        return self._check(root, limit, runs=not isinstance(document, etree._Element))
 
     def validate_or_raise(self, document: Document, *, max_issues: int | None = None) -> None:
         """See :func:`validate_or_raise`."""
@@ -127,24 +135,72 @@ class Validator:
 
         ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
         """
-        limit = _check_max_issues(max_issues)
-        errors = self._validate(payload)
-        if not errors:
-            return ValidationIssues()
+        return self._issues(payload, _check_max_issues(max_issues), runs=None)
+
+    def _issues(
+        self,
+        payload: etree._Element,
+        limit: int | None,
+        *,
+        runs: int | None,
+        sample: bool = True,
+    ) -> ValidationIssues:
+        """The issues of ``payload``. ``runs``: a tree of this validation's own, in which an
+        element with more than ``runs`` element children may make the run-aware way worth it
+        (see :mod:`faxws._runs`; the result is the same); None: the plain way."""
         tree = _Tree(payload)
+        found = self._run_records(payload, tree, runs, sample=sample) if runs is not None else None
+        if found is None:
+            errors = self._validate(payload)
+            total = len(errors)
+            found = [
+                (e.line, payload, tuple(s for s in (e.path or "").split("/") if s)[1:], e.message)
+                for e in errors[:limit]
+            ]
+        else:
+            total = len(found)
         readable: dict[str, str] = {}  # the same few messages come back for many elements
-        issues = ValidationIssues(total=len(errors))
-        for error in errors[:limit]:
-            node = tree.resolve(error.path or "")
-            message = readable.get(error.message)
+        issues = ValidationIssues(total=total)
+        for line, base, steps, text in found[:limit]:
+            node = tree.walk(base, steps)
+            message = readable.get(text)
             if message is None:
-                message = readable[error.message] = _readable(error.message, self.namespace)
+                message = readable[text] = _readable(text, self.namespace)
             issues.append(
-                ValidationIssue(
-                    error.line, tree.path(node if node is not None else payload), message
-                )
+                ValidationIssue(line, tree.path(node if node is not None else payload), message)
             )
         return issues
+
+    def _run_records(
+        self, payload: etree._Element, tree: _Tree, runs: int, *, sample: bool = True
+    ) -> list[_runs.Record] | None:
+        """The errors the run-aware way, or None when it does not apply or is not worth it
+        (``sample``: by the issues of a few elements of each run)."""
+        parents = [e for e in payload.iter(etree.Element) if len(e) > runs]
+        if not parents:
+            return None
+        schemas = self._run_schemas()
+        if schemas is None:
+            return None
+        kit = schemas.take()
+        try:
+            if sample and not schemas.sampled_issues(kit, parents):
+                return None
+            if not _runs.applies(payload):
+                return None
+            return _runs.records(kit, schemas.nested, payload, tree.walk)
+        except _runs.DocumentNotCoveredError:
+            return None
+        finally:
+            schemas.give(kit)
+
+    def _run_schemas(self) -> _runs.RunSchemas | None:
+        if self._derived is None:
+            try:
+                self._derived = _runs.RunSchemas(self._doc)
+            except (_runs.SchemaNotCoveredError, etree.LxmlError):
+                self._derived = False  # validated the plain way, as before
+        return self._derived if isinstance(self._derived, _runs.RunSchemas) else None
 
     def is_valid(self, payload: etree._Element) -> bool:
         """Whether ``payload`` (and what it holds) is valid against the schema: as
@@ -173,7 +229,9 @@ class Validator:
         finally:
             self._idle.append(schema)
 
-    def _check(self, root: etree._Element, max_issues: int | None = None) -> ValidationIssues:
+    def _check(
+        self, root: etree._Element, max_issues: int | None = None, *, runs: bool = False
+    ) -> ValidationIssues:
         qname = etree.QName(root)
         if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
             return ValidationIssues(
@@ -188,10 +246,10 @@ class Validator:
             if payload is None:
                 return ValidationIssues(issues)
             root = payload
-        return self._check_payload(root, max_issues)
+        return self._check_payload(root, max_issues, runs=runs)
 
     def _check_payload(
-        self, payload: etree._Element, max_issues: int | None = None
+        self, payload: etree._Element, max_issues: int | None = None, *, runs: bool = False
     ) -> ValidationIssues:
         qname = etree.QName(payload)
         line = _line(payload)
@@ -217,7 +275,7 @@ class Validator:
                     )
                 ]
             )
-        return self.schema_issues(payload, max_issues=max_issues)
+        return self._issues(payload, max_issues, runs=RUN if runs else None)
 
 
 _default: Validator | None = None
@@ -281,13 +339,10 @@ class _Tree:
                 table.setdefault(etree.QName(child).localname, []).append(child)
         return table.get(localname, [])
 
-    def resolve(self, path: str) -> etree._Element | None:
-        """The node of a libxml2 error path (``/*/*[3]/f:item[2]``) below the root."""
-        steps = [s for s in path.split("/") if s]
-        if not steps or self.root is None:
-            return None
-        node = self.root
-        for step in steps[1:]:
+    def walk(self, node: etree._Element, steps: tuple[str, ...]) -> etree._Element | None:
+        """The node the steps of a libxml2 error path (``/*/*[3]/f:item[2]``) lead to from
+        ``node``, the element of the first step (None when there is none such)."""
+        for step in steps:
             m = _STEP.match(step)
             if m is None:
                 return None
