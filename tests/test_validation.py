@@ -38,6 +38,7 @@ from faxws import (
     bindings,
     validation,
 )
+from faxws._xsd import NAMESPACE
 from faxws.validation import Validator, default_validator, validate, validate_or_raise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,7 +248,7 @@ def sibling_scan_issues(payload: etree._Element) -> list[tuple[int, str, str]]:
     for error in schema.error_log:
         node = resolve(error.path or "")
         path = element_path(node if node is not None else payload)
-        found.append((error.line, path, validation._readable(error.message)))
+        found.append((error.line, path, validation._readable(error.message, NAMESPACE)))
     return found
 
 

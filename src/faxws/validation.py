@@ -21,15 +21,16 @@ import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lxml import etree
 
-from faxws import _resources, _runs, _safexml
+from faxws import _resources, _safexml
 from faxws._soap import SOAP11_NS, SOAP12_NS
-from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
+
+if TYPE_CHECKING:
+    from faxws import _runs  # imported when a document has a run (see _run_records)
 
 __all__ = ["ValidationIssue", "ValidationIssues", "Validator", "validate", "validate_or_raise"]
 
@@ -112,6 +113,8 @@ class Validator:
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Validator:
+        from pathlib import Path  # kept off the command line's import path
+
         p = Path(path)
         return cls(p.read_bytes(), base_url=p.resolve().as_uri())
 
@@ -179,6 +182,8 @@ class Validator:
         parents = [e for e in payload.iter(etree.Element) if len(e) > runs]
         if not parents:
             return None
+        from faxws import _runs
+
         schemas = self._run_schemas()
         if schemas is None:
             return None
@@ -195,6 +200,8 @@ class Validator:
             schemas.give(kit)
 
     def _run_schemas(self) -> _runs.RunSchemas | None:
+        from faxws import _runs
+
         if self._derived is None:
             try:
                 self._derived = _runs.RunSchemas(self._doc)
@@ -413,7 +420,7 @@ _REWRITES = [
 ]
 
 
-def _readable(message: str, namespace: str = NAMESPACE) -> str:
+def _readable(message: str, namespace: str) -> str:
     text = message.replace("{" + namespace + "}", "").strip()
     for pattern, replacement in _REWRITES:
         new = pattern.sub(replacement, text)
@@ -487,6 +494,12 @@ def _raise_issues(issues: list[ValidationIssue], request_id: str | None = None) 
         raise BadInputError(first.path, first.message, request_id=request_id, issues=issues)
 
 
+def _read(path: str | os.PathLike[str]) -> bytes:
+    # Not pathlib: it is not imported on the command line's path otherwise.
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIssue]]:
     if isinstance(document, etree._Element):
         return document, []
@@ -495,7 +508,7 @@ def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIss
     if isinstance(document, str) and document.lstrip("\ufeff \t\r\n").startswith("<"):
         return _parse(document.encode("utf-8"))
     if isinstance(document, (str, os.PathLike)):
-        return _parse(Path(document).read_bytes())
+        return _parse(_read(document))
     raise BadInputError(
         "document",
         f"must be bytes, XML text, a path or an lxml element, not {type(document).__name__}",
@@ -537,13 +550,11 @@ def validate_documents(
     At most ``max_issues`` issues per file are shown; when some are left out, a last line
     (``"total_issues"`` and ``"truncated"`` in JSON) says how many there were.
     """
-    import json  # only this command needs it; kept off the import path
-
     results: list[dict[str, object]] = []
     unreadable = invalid = False
     for name in names:
         try:
-            data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+            data = sys.stdin.buffer.read() if name == "-" else _read(name)
         except OSError as exc:
             unreadable = True
             print(f"{name}: cannot read: {exc.strerror or exc}", file=err)
@@ -571,5 +582,7 @@ def validate_documents(
             if not issues:
                 print(f"{name}: valid", file=out)
     if as_json:
+        import json  # only --json needs it; kept off the import path
+
         out.write(json.dumps(results, indent=2) + "\n")
     return 2 if unreadable else 1 if invalid else 0
