@@ -185,13 +185,11 @@ class Validator:
         from faxws import _runs
 
         schemas = self._run_schemas()
-        if schemas is None:
+        if schemas is None or not _runs.applies(payload):  # before sampling, which marks too
             return None
         kit = schemas.take()
         try:
             if sample and not schemas.sampled_issues(kit, parents):
-                return None
-            if not _runs.applies(payload):
                 return None
             return _runs.records(kit, schemas.nested, payload, tree.walk)
         except _runs.DocumentNotCoveredError:
