@@ -51,7 +51,11 @@ def parsed(doc: bytes) -> etree._Element:
     return payload_of(root)
 
 
-def as_tuples(issues: ValidationIssues) -> tuple[list[tuple[int, str, str]], int, bool]:
+Issues = tuple[list[tuple[int, str, str]], int, bool]
+
+
+def as_tuples(issues: ValidationIssues) -> Issues:
+    """The issues with their lines, paths and messages, how many in all, whether truncated."""
     return [(i.line, i.path, i.message) for i in issues], issues.total, issues.truncated
 
 
@@ -61,7 +65,7 @@ def both_ways(
     runs: int = 0,
     limit: int | None = None,
     sample: bool = False,
-) -> tuple[object, object, str]:
+) -> tuple[Issues, Issues, str]:
     """The issues the plain way, the run-aware way, and which way the latter took."""
     validator = validator or default_validator()
     plain = validator._issues(parsed(doc), limit, runs=None)

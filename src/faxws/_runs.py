@@ -298,6 +298,16 @@ class RunSchemas:
     def give(self, kit: Kit) -> None:
         self._idle.append(kit)
 
+    def run_parents(self, payload: etree._Element, runs: int) -> list[etree._Element]:
+        """The elements below ``payload`` with more than ``runs`` children named like a
+        repeatable declaration: the runs this way is for."""
+        counts: dict[etree._Element, int] = {}
+        for element in payload.iter(*self._by_tag):
+            parent = element.getparent()
+            if parent is not None:
+                counts[parent] = counts.get(parent, 0) + 1
+        return [parent for parent, count in counts.items() if count > runs]
+
     def sampled_issues(self, kit: Kit, parents: list[etree._Element]) -> bool:
         """Whether one of a few children of each parent (its first eight, which show issues
         that come every so often, and eight spread over the rest) fits none of the
@@ -391,42 +401,49 @@ def records(kit: Kit, nested: list[bool], payload: etree._Element, walk: Walk) -
     """The errors of ``payload`` as plain validation finds them, in its order. Raises
     :class:`DocumentNotCoveredError` (the marks taken off again) when an error cannot be
     placed; the caller then validates the plain way."""
-    first, roots = kit
+    try:
+        return _Blocks(kit, nested, payload, walk).block(payload, kit[0])
+    except DocumentNotCoveredError:
+        etree.strip_attributes(payload, MARK)
+        raise
 
-    def block(root: etree._Element, schema: etree.XMLSchema) -> list[Record]:
+
+class _Blocks:
+    """One validation's steps. A class, not closures calling each other: those would be a
+    reference cycle holding the tree and its paths until the garbage collector's next full
+    pass, which then costs tens of milliseconds wherever it falls."""
+
+    def __init__(self, kit: Kit, nested: list[bool], payload: etree._Element, walk: Walk):
+        self.roots, self.nested, self.payload, self.walk = kit[1], nested, payload, walk
+
+    def block(self, root: etree._Element, schema: etree.XMLSchema) -> list[Record]:
         """The errors of ``root`` against ``schema``, with those of the elements it marked,
         each in its place."""
         entries = _entries(schema, root)
-        found = [_record(entry, root, payload) for entry in entries]
+        found = [_record(entry, root, self.payload) for entry in entries]
         marked, numbers = _marked(root)
         if not marked:
             return found
         etree.strip_attributes(root, MARK)  # every mark below root is one of these, read
         if not found:
-            return [r for e, n in zip(marked, numbers, strict=True) for r in item(e, n)]
-        keys = _keys(root, entries, found, marked, walk)
+            return [r for e, n in zip(marked, numbers, strict=True) for r in self.item(e, n)]
+        keys = _keys(root, entries, found, marked, self.walk)
         merged: list[Record] = []
         i = 0
         for element, number, key in zip(marked, numbers, keys.marked, strict=True):
             while i < len(found) and keys.errors[i] < key:
                 merged.append(found[i])
                 i += 1
-            merged.extend(item(element, number))
+            merged.extend(self.item(element, number))
         merged.extend(found[i:])
         return merged
 
-    def item(element: etree._Element, number: int) -> list[Record]:
-        schema = roots[number]
-        if nested[number]:
-            return block(element, schema)
+    def item(self, element: etree._Element, number: int) -> list[Record]:
+        schema = self.roots[number]
+        if self.nested[number]:
+            return self.block(element, schema)
         # Nothing inside is marked: no walk, and no keys (most elements of runs are here).
-        return [_record(entry, element, payload) for entry in _entries(schema, element)]
-
-    try:
-        return block(payload, first)
-    except DocumentNotCoveredError:
-        etree.strip_attributes(payload, MARK)
-        raise
+        return [_record(entry, element, self.payload) for entry in _entries(schema, element)]
 
 
 def _entries(schema: etree.XMLSchema, root: etree._Element) -> list[etree._LogEntry]:

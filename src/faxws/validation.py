@@ -178,18 +178,28 @@ class Validator:
         self, payload: etree._Element, tree: _Tree, runs: int, *, sample: bool = True
     ) -> list[_runs.Record] | None:
         """The errors the run-aware way, or None when it does not apply or is not worth it
-        (``sample``: by the issues of a few elements of each run)."""
-        parents = [e for e in payload.iter(etree.Element) if len(e) > runs]
-        if not parents:
+        (``sample``: judged by the issues of a few elements of each run)."""
+        if all(len(e) <= runs for e in payload.iter()):  # most documents: quick, and no import
             return None
         from faxws import _runs
 
         schemas = self._run_schemas()
-        if schemas is None or not _runs.applies(payload):  # before sampling, which marks too
+        if schemas is None:
+            return None
+        parents = schemas.run_parents(payload, runs)
+        if not parents:
+            return None
+        # Sampling an element that holds runs (of nested declarations) writes marks into it
+        # and takes them off again, a document's own too: it must have none. Otherwise the
+        # document is looked at only when the samples make this way worth it.
+        looked = any(schemas.nested)
+        if looked and not _runs.applies(payload):
             return None
         kit = schemas.take()
         try:
             if sample and not schemas.sampled_issues(kit, parents):
+                return None
+            if not looked and not _runs.applies(payload):
                 return None
             return _runs.records(kit, schemas.nested, payload, tree.walk)
         except _runs.DocumentNotCoveredError:
