@@ -58,7 +58,7 @@ Kit = tuple[etree.XMLSchema, list[etree.XMLSchema]]
 #: Resolves steps below an element the way the validator resolves libxml2 paths.
 Walk = Callable[[etree._Element, tuple[str, ...]], "etree._Element | None"]
 
-# Schema constructs whose effect on validation the proof covers. Not covered: imports and
+# Schema constructs whose effect on validation the steps cover. Not covered: imports and
 # includes (other schemas), element wildcards and xs:anyType (they look up global
 # declarations, and the derived schemas add some), identity constraints and ID/IDREF types
 # (document-wide tables), substitution groups, named model groups and complex content
@@ -341,7 +341,7 @@ def _marking(doc: etree._Element) -> etree.XMLSchema:
 
 
 def applies(payload: etree._Element) -> bool:
-    """Whether the proof covers this document's attributes and nodes (see the module)."""
+    """Whether the steps cover this document's attributes and nodes (see the module)."""
     if payload.xpath("boolean(descendant-or-self::*/@*)") and payload.xpath(
         f"boolean(descendant-or-self::*/@*[namespace-uri()='{XSI}'] or "
         f"descendant-or-self::*[@{MARK}])"
