@@ -432,7 +432,7 @@ def test_a_document_with_our_mark_inside_a_sampled_element() -> None:
     assert plain[1] == 80  # the mark is an attribute the schema does not know
 
 
-def test_a_schema_the_proof_does_not_cover_is_validated_the_plain_way() -> None:
+def test_a_schema_the_steps_do_not_cover_is_validated_the_plain_way() -> None:
     xsd = NESTED_XSD.replace(
         b'<xs:element name="end" type="xs:string"/>', b'<xs:any namespace="##other"/>'
     )
@@ -506,5 +506,5 @@ def test_threads_validating_runs_at_once_each_get_their_own() -> None:
     ],
     ids=["a wildcard", "an ID", "a default value", "xs:anyType"],
 )
-def test_schema_constructs_outside_the_proof(change: Callable[[bytes], bytes]) -> None:
+def test_schema_constructs_the_steps_do_not_cover(change: Callable[[bytes], bytes]) -> None:
     assert Validator(change(NESTED_XSD))._run_schemas() is None
