@@ -93,3 +93,29 @@ def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "https://fax.example.com/fax/v5"
+
+
+def test_the_schema_is_read_from_a_zipped_package_too(wheel: Path, tmp_path: Path) -> None:
+    """Imported straight from the wheel (a zip), the package has no folder to read the XSD
+    from; importlib.resources reads it instead."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(wheel)!r})
+        import faxws
+        from faxws import _resources
+        assert faxws.__file__.startswith({str(wheel)!r}), faxws.__file__
+        assert _resources.read_xsd() == open({str(ROOT / "wsdl" / "FaxWS.xsd")!r}, "rb").read()
+        print(faxws.validate(b'<GetFaxBroadcastReport xmlns="urn:FaxWS"/>')[0].message)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "missing child element; expected UserID"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 WSDL_NAME = "FaxWS.wsdl"
 XSD_NAME = "FaxWS.xsd"
@@ -15,17 +17,28 @@ XSD_NAME = "FaxWS.xsd"
 def _folder() -> Any:
     # A Traversable; not named, because its home moved (importlib.abc up to 3.10,
     # importlib.resources.abc from 3.11) and the old name warns from 3.13 on.
+    from importlib import resources
+
     return resources.files("faxws").joinpath("wsdl")
 
 
 def read_xsd() -> bytes:
-    data: bytes = _folder().joinpath(XSD_NAME).read_bytes()
-    return data
+    # Straight from the package's folder when it is one: importlib.resources would import
+    # pathlib and zipfile (7 ms) on the way of `faxws validate`. A zipped package has no
+    # such file, and is read through importlib.resources.
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "wsdl", XSD_NAME), "rb") as f:
+            return f.read()
+    except OSError:
+        data: bytes = _folder().joinpath(XSD_NAME).read_bytes()
+        return data
 
 
 @contextlib.contextmanager
 def xsd_path() -> Iterator[Path]:
     """A real file path of the XSD (extracted if the package is zipped)."""
+    from importlib import resources
+
     with resources.as_file(_folder().joinpath(XSD_NAME)) as path:
         yield path
 
@@ -33,5 +46,8 @@ def xsd_path() -> Iterator[Path]:
 @contextlib.contextmanager
 def wsdl_path() -> Iterator[Path]:
     """A real file path of the WSDL, with the XSD it imports beside it."""
+    from importlib import resources
+    from pathlib import Path
+
     with resources.as_file(_folder()) as folder:
         yield Path(folder) / WSDL_NAME

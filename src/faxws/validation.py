@@ -11,6 +11,10 @@ ever fetched or expanded, and the parser's size and depth limits stay on.
 
 The schema is compiled once per process; a thread validating while others do uses a compiled
 copy of its own (see ``Validator._validate``), so no validation waits for another.
+
+A document parsed here with long runs of sibling elements that have issues is validated in
+steps (see :mod:`faxws._runs`), in time linear in its issues where plain validation grows
+with siblings x issues; the issues are exactly those of plain validation.
 """
 
 from __future__ import annotations
@@ -21,15 +25,16 @@ import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lxml import etree
 
 from faxws import _resources, _safexml
 from faxws._soap import SOAP11_NS, SOAP12_NS
-from faxws._xsd import NAMESPACE
 from faxws.errors import BadInputError
+
+if TYPE_CHECKING:
+    from faxws import _runs  # imported when a document has a run (see _run_records)
 
 __all__ = ["ValidationIssue", "ValidationIssues", "Validator", "validate", "validate_or_raise"]
 
@@ -78,6 +83,10 @@ def _check_max_issues(value: object) -> int | None:
 
 XS_NS = "http://www.w3.org/2001/XMLSchema"
 
+#: More element children than this under one parent make a run (see faxws._runs): below it,
+#: numbering an element among its siblings costs libxml2 little.
+RUN = 64
+
 
 class Validator:
     """A compiled schema and the checks around it. Safe to share between threads.
@@ -102,9 +111,14 @@ class Validator:
         # Compiled copies not in use at the moment (see _validate); the first is compiled
         # here, so that a schema that does not compile fails now.
         self._idle = [etree.XMLSchema(doc)]
+        # The derived schemas for long runs of siblings (see faxws._runs), made on first
+        # need; False when this schema is not one they cover.
+        self._derived: _runs.RunSchemas | bool | None = None
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Validator:
+        from pathlib import Path  # kept off the command line's import path
+
         p = Path(path)
         return cls(p.read_bytes(), base_url=p.resolve().as_uri())
 
@@ -114,7 +128,8 @@ class Validator:
         root, issues = _load(document)
         if root is None:
             return ValidationIssues(issues)
-        return self._check(root, limit)
+        # A tree parsed here is nobody else's: it may carry the marks of the run-aware way.
+        return self._check(root, limit, runs=not isinstance(document, etree._Element))
 
     def validate_or_raise(self, document: Document, *, max_issues: int | None = None) -> None:
         """See :func:`validate_or_raise`."""
@@ -127,24 +142,84 @@ class Validator:
 
         ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
         """
-        limit = _check_max_issues(max_issues)
-        errors = self._validate(payload)
-        if not errors:
-            return ValidationIssues()
+        return self._issues(payload, _check_max_issues(max_issues), runs=None)
+
+    def _issues(
+        self,
+        payload: etree._Element,
+        limit: int | None,
+        *,
+        runs: int | None,
+        sample: bool = True,
+    ) -> ValidationIssues:
+        """The issues of ``payload``. ``runs``: a tree of this validation's own, in which an
+        element with more than ``runs`` element children may make the run-aware way worth it
+        (see :mod:`faxws._runs`; the result is the same); None: the plain way."""
         tree = _Tree(payload)
+        found = self._run_records(payload, tree, runs, sample=sample) if runs is not None else None
+        if found is None:
+            errors = self._validate(payload)
+            total = len(errors)
+            found = [
+                (e.line, payload, tuple(s for s in (e.path or "").split("/") if s)[1:], e.message)
+                for e in errors[:limit]
+            ]
+        else:
+            total = len(found)
         readable: dict[str, str] = {}  # the same few messages come back for many elements
-        issues = ValidationIssues(total=len(errors))
-        for error in errors[:limit]:
-            node = tree.resolve(error.path or "")
-            message = readable.get(error.message)
+        issues = ValidationIssues(total=total)
+        for line, base, steps, text in found[:limit]:
+            node = tree.walk(base, steps)
+            message = readable.get(text)
             if message is None:
-                message = readable[error.message] = _readable(error.message, self.namespace)
+                message = readable[text] = _readable(text, self.namespace)
             issues.append(
-                ValidationIssue(
-                    error.line, tree.path(node if node is not None else payload), message
-                )
+                ValidationIssue(line, tree.path(node if node is not None else payload), message)
             )
         return issues
+
+    def _run_records(
+        self, payload: etree._Element, tree: _Tree, runs: int, *, sample: bool = True
+    ) -> list[_runs.Record] | None:
+        """The errors the run-aware way, or None when it does not apply or is not worth it
+        (``sample``: judged by the issues of a few elements of each run)."""
+        if all(len(e) <= runs for e in payload.iter()):  # most documents: quick, and no import
+            return None
+        from faxws import _runs
+
+        schemas = self._run_schemas()
+        if schemas is None:
+            return None
+        parents = schemas.run_parents(payload, runs)
+        if not parents:
+            return None
+        # Sampling an element that holds runs (of nested declarations) writes marks into it
+        # and takes them off again, a document's own too: it must have none. Otherwise the
+        # document is looked at only when the samples make this way worth it.
+        looked = any(schemas.nested)
+        if looked and not _runs.applies(payload):
+            return None
+        kit = schemas.take()
+        try:
+            if sample and not schemas.sampled_issues(kit, parents):
+                return None
+            if not looked and not _runs.applies(payload):
+                return None
+            return _runs.records(kit, schemas.nested, payload, tree.walk)
+        except _runs.DocumentNotCoveredError:
+            return None
+        finally:
+            schemas.give(kit)
+
+    def _run_schemas(self) -> _runs.RunSchemas | None:
+        from faxws import _runs
+
+        if self._derived is None:
+            try:
+                self._derived = _runs.RunSchemas(self._doc)
+            except (_runs.SchemaNotCoveredError, etree.LxmlError):
+                self._derived = False  # validated the plain way, as before
+        return self._derived if isinstance(self._derived, _runs.RunSchemas) else None
 
     def is_valid(self, payload: etree._Element) -> bool:
         """Whether ``payload`` (and what it holds) is valid against the schema: as
@@ -173,7 +248,9 @@ class Validator:
         finally:
             self._idle.append(schema)
 
-    def _check(self, root: etree._Element, max_issues: int | None = None) -> ValidationIssues:
+    def _check(
+        self, root: etree._Element, max_issues: int | None = None, *, runs: bool = False
+    ) -> ValidationIssues:
         qname = etree.QName(root)
         if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
             return ValidationIssues(
@@ -188,10 +265,10 @@ class Validator:
             if payload is None:
                 return ValidationIssues(issues)
             root = payload
-        return self._check_payload(root, max_issues)
+        return self._check_payload(root, max_issues, runs=runs)
 
     def _check_payload(
-        self, payload: etree._Element, max_issues: int | None = None
+        self, payload: etree._Element, max_issues: int | None = None, *, runs: bool = False
     ) -> ValidationIssues:
         qname = etree.QName(payload)
         line = _line(payload)
@@ -217,7 +294,7 @@ class Validator:
                     )
                 ]
             )
-        return self.schema_issues(payload, max_issues=max_issues)
+        return self._issues(payload, max_issues, runs=RUN if runs else None)
 
 
 _default: Validator | None = None
@@ -281,13 +358,10 @@ class _Tree:
                 table.setdefault(etree.QName(child).localname, []).append(child)
         return table.get(localname, [])
 
-    def resolve(self, path: str) -> etree._Element | None:
-        """The node of a libxml2 error path (``/*/*[3]/f:item[2]``) below the root."""
-        steps = [s for s in path.split("/") if s]
-        if not steps or self.root is None:
-            return None
-        node = self.root
-        for step in steps[1:]:
+    def walk(self, node: etree._Element, steps: tuple[str, ...]) -> etree._Element | None:
+        """The node the steps of a libxml2 error path (``/*/*[3]/f:item[2]``) lead to from
+        ``node``, the element of the first step (None when there is none such)."""
+        for step in steps:
             m = _STEP.match(step)
             if m is None:
                 return None
@@ -358,7 +432,7 @@ _REWRITES = [
 ]
 
 
-def _readable(message: str, namespace: str = NAMESPACE) -> str:
+def _readable(message: str, namespace: str) -> str:
     text = message.replace("{" + namespace + "}", "").strip()
     for pattern, replacement in _REWRITES:
         new = pattern.sub(replacement, text)
@@ -432,6 +506,12 @@ def _raise_issues(issues: list[ValidationIssue], request_id: str | None = None) 
         raise BadInputError(first.path, first.message, request_id=request_id, issues=issues)
 
 
+def _read(path: str | os.PathLike[str]) -> bytes:
+    # Not pathlib: it is not imported on the command line's path otherwise.
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIssue]]:
     if isinstance(document, etree._Element):
         return document, []
@@ -440,7 +520,7 @@ def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIss
     if isinstance(document, str) and document.lstrip("\ufeff \t\r\n").startswith("<"):
         return _parse(document.encode("utf-8"))
     if isinstance(document, (str, os.PathLike)):
-        return _parse(Path(document).read_bytes())
+        return _parse(_read(document))
     raise BadInputError(
         "document",
         f"must be bytes, XML text, a path or an lxml element, not {type(document).__name__}",
@@ -482,13 +562,11 @@ def validate_documents(
     At most ``max_issues`` issues per file are shown; when some are left out, a last line
     (``"total_issues"`` and ``"truncated"`` in JSON) says how many there were.
     """
-    import json  # only this command needs it; kept off the import path
-
     results: list[dict[str, object]] = []
     unreadable = invalid = False
     for name in names:
         try:
-            data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+            data = sys.stdin.buffer.read() if name == "-" else _read(name)
         except OSError as exc:
             unreadable = True
             print(f"{name}: cannot read: {exc.strerror or exc}", file=err)
@@ -516,5 +594,7 @@ def validate_documents(
             if not issues:
                 print(f"{name}: valid", file=out)
     if as_json:
+        import json  # only --json needs it; kept off the import path
+
         out.write(json.dumps(results, indent=2) + "\n")
     return 2 if unreadable else 1 if invalid else 0
