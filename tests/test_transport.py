@@ -106,6 +106,24 @@ def test_send_fax_is_not_retried_on_503(capture_server: type[CaptureServer], fac
     assert len(server.captured.requests) == 1
 
 
+def test_a_chunked_answer_is_read_whole_whatever_content_length_says(
+    capture_server: type[CaptureServer],
+) -> None:
+    """A chunked answer that also carries a Content-Length (the header HTTP says to ignore
+    then) is read to its last chunk, not cut where Content-Length would end it."""
+    body = report_response()
+    first, rest = body[:5], body[5:]
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: 5\r\nConnection: close\r\n\r\n"
+        + b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n"
+        % (len(first), first, len(rest), rest)
+    )
+    server = capture_server(lambda raw: chunked)
+    result = FaxClient(server.url, user_id="u", pin="1").get_fax_broadcast_report("J1")
+    assert result.job_id == "J1"
+
+
 def test_connections_are_pooled(capture_server: type[CaptureServer], face: Face) -> None:
     server = capture_server(lambda raw: http_reply(report_response()))
     client = face.client(server.url, user_id="u", pin="1")

@@ -535,9 +535,10 @@ class HttpTransport:
                 request_id=request_id,
                 status_code=response.status_code,
             )
-        # With its length known (and no encoding to undo), the body is done when that many
-        # bytes came: urllib3 gave the connection back to the pool with the last of them.
-        expected = int(declared) if declared.isdigit() and "Content-Encoding" not in headers else -1
+        # With its length known (no encoding to undo, not chunked), the body is done when that
+        # many bytes came: urllib3 gave the connection back to the pool with the last of them.
+        plain = "Content-Encoding" not in headers and "Transfer-Encoding" not in headers
+        expected = int(declared) if plain and declared.isdigit() else -1
         while True:
             chunk = raw.read1(65536, decode_content=True)
             if not chunk:
