@@ -10,6 +10,7 @@ client tried again.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import select
 import socket
@@ -435,6 +436,49 @@ def test_the_time_limit_holds_on_a_reused_connection(
     assert info.value.maybe_delivered is True
     assert len(server.received) == 2
     assert server.connections == 1
+
+
+def test_no_timer_of_the_async_client_outlives_its_calls(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    """A call that timed out on one connection and one answered on the next leave no timer
+    behind (none holding an attempt, its connection or its answer in memory until a
+    connect time-out far away)."""
+    import asyncio
+
+    from faxws import AsyncFaxClient
+    from faxws._aiohttp import Sent, _Handler
+
+    served = itertools.count()
+
+    def script(conn: Conn) -> None:
+        conn.read_request()
+        if next(served) == 0:
+            assert conn.read_head() is None  # no answer, until the client gives up
+        else:
+            conn.send(reply(report_response()))
+
+    server = serve(script)
+
+    async def calls() -> list[object]:
+        client = AsyncFaxClient(
+            server.url("127.0.0.1"), user_id=USER, pin="4321", timeout=(30, 0.5), retries=0
+        )
+        try:
+            with pytest.raises(RequestTimeoutError):
+                await client.get_fax_broadcast_report("J1")
+            await client.get_fax_broadcast_report("J1")
+        finally:
+            await client.close()
+        loop: Any = asyncio.get_running_loop()
+        return [
+            h
+            for h in loop._scheduled
+            if not h.cancelled()
+            and isinstance(getattr(h._callback, "__self__", None), (Sent, _Handler))
+        ]
+
+    assert asyncio.run(calls()) == []
 
 
 def test_reports_are_retried_after_a_failure_past_the_first_byte(

@@ -116,6 +116,36 @@ def test_bytes_on_either_side_of_the_inline_limit_arrive_whole(
     assert request.documents() == [data, b"%PDF-1.4 from a file", data]
 
 
+@pytest.mark.parametrize(("count", "whole"), [(2, True), (3, False), (24, False)])
+def test_bytes_are_encoded_early_only_while_the_body_is_sent_whole_anyway(
+    count: int, whole: bool
+) -> None:
+    """Documents in memory are encoded as the envelope is written while the body stays within
+    STREAM_THRESHOLD (such a body is sent in one piece anyway); past it, the rest stream
+    (each part within the time-out), as they did before."""
+    import base64
+
+    from faxws import bindings
+    from faxws._wire import STREAM_THRESHOLD, as_values, envelope_of
+
+    documents = [pattern(256 * 1024, seed=i) for i in range(count)]
+    files = tuple((i, 101, FaxFile(d, 101).content) for i, d in enumerate(documents, 1))
+    body = envelope_of(
+        bindings.SendFax,
+        (
+            "u",
+            "",
+            as_values(bindings.FaxJobRecipients, ((("+1 555 0100", "", "", "", ""),),)),
+            as_values(bindings.FaxJobFiles, (files,)),
+        ),
+    )
+    assert (body.whole is not None) is whole
+    sent = b"".join(body)
+    assert (len(sent) <= STREAM_THRESHOLD) is whole
+    encoded = [base64.b64encode(d) for d in documents]
+    assert [part.split(b"</FileData>")[0] for part in sent.split(b"<FileData>")[1:]] == encoded
+
+
 def test_a_file_that_grew_before_the_send_is_sent_whole(
     serve: Callable[..., ScriptedServer],
     tmp_path: Path,

@@ -135,6 +135,9 @@ class Sent:
         """The connection is set up; from here on, bytes written are the request's."""
         self._phase = "send"
         self._limit(None)
+        if self._handle is not None:  # the set-up's timer: the connection's takes over
+            self._handle.cancel()
+            self._handle = None
         self.transport = transport
         if self._sockets:  # a new connection (a reused one is known already)
             self._used.add(transport)
@@ -198,20 +201,26 @@ class Sent:
         if handle is None or handle.when() > self._deadline:
             if handle is not None:
                 handle.cancel()
-            self._handle = self._loop.call_at(self._deadline, self._expire)
+            self._handle = self._loop.call_at(self._deadline, self._own_fired)
+
+    def _own_fired(self) -> None:
+        self._handle = None
+        self._expire()
 
     def _expire(self) -> None:
-        """The timer fired: the phase has ended too late, or its deadline moved later."""
-        self._handle = None
+        """A timer fired (the attempt's own, or its connection's): the phase has ended too
+        late, or its deadline moved later."""
         deadline = self._deadline
         if not deadline or self._phase in ("pool", "done"):
+            return
+        phase = self._phase
+        if phase == "body" and self._response is not None and self._response.connection is None:
+            # The whole answer is in: the connection went back to the pool, where another
+            # attempt may have it (and its timer) already.
             return
         if self._loop.time() < deadline:  # moved later since the timer was set
             self._arm()
             return
-        phase = self._phase
-        if phase == "body" and self._response is not None and self._response.connection is None:
-            return  # the whole answer is in: the connection went back to the pool
         self.expired = phase
         if self.transport is not None:
             self.transport.abort()

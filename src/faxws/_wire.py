@@ -46,7 +46,8 @@ EPILOG = b"</soap:Body></soap:Envelope>"
 CHUNK_SIZE = 3 * 256 * 1024
 #: Bodies up to this size are read whole before the first byte is sent; larger ones stream.
 STREAM_THRESHOLD = 1 << 20
-#: Documents in memory up to this size are encoded as the envelope is written.
+#: Documents in memory up to this size are encoded as the envelope is written, while the
+#: body so far stays within STREAM_THRESHOLD.
 INLINE_LIMIT = 256 * 1024
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
@@ -251,13 +252,24 @@ class _Writer:
                     ap(open_)
                     parts.append("".join(buf).encode())
                     buf.clear()
-                    if item.__class__ is BytesSource and item.size <= INLINE_LIMIT:
+                    if (
+                        item.__class__ is BytesSource
+                        and item.size <= INLINE_LIMIT
+                        and _written(parts) + base64_length(item.size) <= STREAM_THRESHOLD
+                    ):
                         # Bytes in memory are what they are now: a body of bytes alone is
-                        # sent without opening, measuring or reading any document.
+                        # sent without opening, measuring or reading any document. Only
+                        # while the body stays one that is sent whole anyway: a larger one
+                        # streams, each part within the time-out.
                         parts.append(binascii.b2a_base64(item.data, newline=False))
                     else:
                         parts.append(item)
                     ap(close)
+
+
+def _written(parts: list[Part]) -> int:
+    """How many bytes of the body are written out already."""
+    return sum(len(p) for p in parts if isinstance(p, bytes))
 
 
 #: Element names the made writers take as they are (any XML name from a WSDL elsewhere).
