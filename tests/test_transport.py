@@ -28,6 +28,7 @@ from faxws import (
     RequestTimeoutError,
     TransportError,
 )
+from scripted import Conn, ScriptedServer
 
 
 def test_connection_refused_is_a_connect_error_never_delivered(
@@ -121,6 +122,27 @@ def test_a_chunked_answer_is_read_whole_whatever_content_length_says(
     )
     server = capture_server(lambda raw: chunked)
     result = FaxClient(server.url, user_id="u", pin="1").get_fax_broadcast_report("J1")
+    assert result.job_id == "J1"
+
+
+def test_a_content_length_of_other_digits_is_no_length(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    """``Content-Length: \u00b2`` (a digit to str.isdigit, not a number to int) is read as no
+    length at all: the answer runs to the connection's close, as the standard library reads
+    it, and nothing fails on the header."""
+    body = report_response()
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: \xb2\r\n"
+        b"Connection: close\r\n\r\n" + body
+    )
+
+    def script(conn: Conn) -> None:
+        conn.read_request()
+        conn.send(answer)  # and the connection closes
+
+    server = serve(script)
+    result = FaxClient(server.url(), user_id="u", pin="1").get_fax_broadcast_report("J1")
     assert result.job_id == "J1"
 
 

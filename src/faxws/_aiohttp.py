@@ -53,7 +53,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from aiohttp.client_proto import ResponseHandler
 
-from faxws._http import MAX_INTERIM_RESPONSES, RawResponse, endpoint, transport_error
+from faxws._http import (
+    MAX_INTERIM_RESPONSES,
+    RawResponse,
+    declared_length,
+    endpoint,
+    transport_error,
+)
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
@@ -737,13 +743,14 @@ class AsyncHttpTransport:
         """The body, at most ``max_response_bytes`` (after decompression)."""
         limit = self.max_response_bytes
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
+        length = declared_length(declared)
+        if length is not None and length > limit:
             raise ProtocolError(
                 f"the response is larger than {limit} bytes (Content-Length {declared})",
                 request_id=request_id,
                 status_code=response.status,
             )
-        if declared.isdigit() and "Content-Encoding" not in response.headers:
+        if length is not None and "Content-Encoding" not in response.headers:
             return await response.read()  # exactly the declared length, at most the limit
         chunks: list[bytes] = []
         total = 0

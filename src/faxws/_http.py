@@ -39,6 +39,7 @@ __all__ = [
     "check_proxies",
     "check_timeout",
     "check_verify",
+    "declared_length",
     "endpoint",
     "transport_error",
 ]
@@ -193,6 +194,12 @@ def caller_options(
 
 
 # -- a failed exchange ------------------------------------------------------------------------
+
+
+def declared_length(value: str) -> int | None:
+    """A Content-Length header's number, or None when it is not one (only ASCII digits are:
+    ``str.isdigit`` also takes digits such as "²" that ``int`` refuses)."""
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def endpoint(url: str) -> str:

@@ -44,6 +44,7 @@ from faxws._http import (
     check_proxies,
     check_timeout,
     check_verify,
+    declared_length,
     endpoint,
     transport_error,
 )
@@ -528,7 +529,8 @@ class HttpTransport:
         total = 0
         headers = response.headers
         declared = headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self.max_response_bytes:
+        length = declared_length(declared)
+        if length is not None and length > self.max_response_bytes:
             raise ProtocolError(
                 f"the response is larger than {self.max_response_bytes} bytes "
                 f"(Content-Length {declared})",
@@ -538,7 +540,7 @@ class HttpTransport:
         # With its length known (no encoding to undo, not chunked), the body is done when that
         # many bytes came: urllib3 gave the connection back to the pool with the last of them.
         plain = "Content-Encoding" not in headers and "Transfer-Encoding" not in headers
-        expected = int(declared) if plain and declared.isdigit() else -1
+        expected = length if plain and length is not None else -1
         while True:
             chunk = raw.read1(65536, decode_content=True)
             if not chunk:

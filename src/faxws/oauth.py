@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import requests
 
 from faxws._checks import check_header_token, check_text, is_loopback
+from faxws._http import declared_length
 from faxws._log import logger
 from faxws._redact import redact
 from faxws._transport import (
@@ -405,8 +406,8 @@ class AsyncClientCredentials:
 
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
     """The body, at most MAX_TOKEN_RESPONSE_BYTES, within the read time-out as a whole."""
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > MAX_TOKEN_RESPONSE_BYTES:
+    length = declared_length(response.headers.get("Content-Length", ""))
+    if length is not None and length > MAX_TOKEN_RESPONSE_BYTES:
         raise ProtocolError(
             f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
             status_code=response.status_code,
