@@ -36,6 +36,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+def _run_python(script: str, cwd: Path) -> str:
+    """What ``python -c script`` prints in ``cwd`` (stripped); it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
@@ -83,16 +97,7 @@ def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Pat
         print(client.url)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "https://fax.example.com/fax/v5"
+    assert _run_python(script, elsewhere) == "https://fax.example.com/fax/v5"
 
 
 def test_the_schema_is_read_from_a_zipped_package_too(wheel: Path, tmp_path: Path) -> None:
@@ -109,13 +114,4 @@ def test_the_schema_is_read_from_a_zipped_package_too(wheel: Path, tmp_path: Pat
         print(faxws.validate(b'<GetFaxBroadcastReport xmlns="urn:FaxWS"/>')[0].message)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "missing child element; expected UserID"
+    assert _run_python(script, tmp_path) == "missing child element; expected UserID"
