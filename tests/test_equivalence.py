@@ -421,37 +421,6 @@ def test_a_valid_answer_reads_the_same_by_either_path(answer: tuple[bytes, str])
     assert reader.trusted(payload) == reader.read(payload, [])
 
 
-def _read_outcome(read: Callable[[], object]) -> object:
-    from faxws._reader import _Misfit
-
-    try:
-        return read()
-    except _Misfit as exc:
-        return ("misfit", exc.before, exc.path, exc.after)
-
-
-@SETTINGS
-@given(answer=valid_answer(), data=st.data())
-def test_answers_in_schema_order_are_read_as_in_any_order(
-    answer: tuple[bytes, str], data: st.DataObject
-) -> None:
-    """The general reader takes children in schema order in one pass, and leaves anything
-    else (another order, an unknown element, a comment, a value that does not fit) to the
-    reading that finds fields in any order: both give the same for every answer."""
-    from faxws._reader import _reader, parse_document, soap_payload
-
-    raw, operation = answer
-    payload = soap_payload(parse_document(raw))
-    _mutate(payload, data)
-    reader = _reader(bindings.OPERATIONS[operation].output)
-    unknown_once: list[tuple[str, str]] = []
-    unknown_twice: list[tuple[str, str]] = []
-    assert _read_outcome(lambda: reader.read(payload, unknown_once)) == _read_outcome(
-        lambda: reader._read_any_order(payload, unknown_twice)
-    )
-    assert unknown_once == unknown_twice
-
-
 def _mutate(root: Any, data: st.DataObject) -> None:
     """Up to three edits anywhere below ``root``: children swapped, an unknown element, a
     comment, a value changed, an element dropped or doubled."""

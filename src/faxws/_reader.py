@@ -171,8 +171,6 @@ class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the 
         self.element = element  # the child at fault, when its position is not known yet
 
 
-#: What :meth:`_Reader._read_in_order` gives for children it leaves to the general reading.
-_OUT_OF_ORDER: Any = object()
 _UNBOUNDED = sys.maxsize
 
 
@@ -186,7 +184,6 @@ class _Reader:
         "_cls",
         "_fields",
         "_index",
-        "_order",
         "_plan",
         "_schema",
         "_tags",
@@ -210,17 +207,6 @@ class _Reader:
         # its reader or its type.
         self._plan = [
             (tag, f.repeated, f.complex_type, f.xsd_type)
-            for tag, f in zip(self._index, xml.fields, strict=True)
-        ]
-        self._order = [
-            (
-                tag,
-                f.min_occurs,
-                _UNBOUNDED if f.max_occurs is None else f.max_occurs,
-                f.repeated,
-                f.complex_type,
-                f.xsd_type,
-            )
             for tag, f in zip(self._index, xml.fields, strict=True)
         ]
         self._bulk = _bulk_reader(cls)
@@ -276,58 +262,13 @@ class _Reader:
     def read(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
         """The instance ``element`` holds; elements it does not know are added to
         ``unknown`` as (path below ``element``, tag)."""
-        children = list(element)
-        tags = [c.tag for c in children]
         if self._tags is not None:
-            if tags == self._tags:
+            children = list(element)
+            if [c.tag for c in children] == self._tags:
                 try:
                     return self._cls(*map(_scalar, self._types, children))
                 except _Misfit:
                     pass  # told again below, with its place
-        else:
-            found = self._read_in_order(children, tags, unknown)
-            if found is not _OUT_OF_ORDER:
-                return found
-        return self._read_any_order(element, unknown)
-
-    def _read_in_order(
-        self, children: list[etree._Element], tags: list[Any], unknown: list[tuple[str, str]]
-    ) -> Any:
-        """The instance, when ``children`` are the fields in schema order, each as often as
-        it may be, and everything in them reads without a misfit or an unknown element (as
-        answers are written); else :data:`_OUT_OF_ORDER`, and :meth:`_read_any_order` reads
-        the element again (or tells, with its place, what does not fit). Same values: the
-        fields are found by their tags either way."""
-        values: list[Any] = []
-        pos, end = 0, len(children)
-        seen = len(unknown)
-        try:
-            for tag, low, high, repeated, complex_type, xsd_type in self._order:
-                start = pos
-                while pos < end and tags[pos] == tag:
-                    pos += 1
-                if not low <= pos - start <= high:
-                    return _OUT_OF_ORDER
-                if complex_type is not None:
-                    sub = _reader(complex_type)
-                    items = [sub.read(c, unknown) for c in children[start:pos]]
-                    if len(unknown) != seen:
-                        del unknown[seen:]  # their paths are put together by the other way
-                        return _OUT_OF_ORDER
-                else:
-                    items = [_scalar(xsd_type, c) for c in children[start:pos]]
-                if repeated:
-                    values.append(tuple(items))
-                else:
-                    values.append(items[0] if items else None)
-        except _Misfit:
-            del unknown[seen:]
-            return _OUT_OF_ORDER
-        if pos != end:
-            return _OUT_OF_ORDER  # unknown elements, comments or the like
-        return self._cls(*values)
-
-    def _read_any_order(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
         index = self._index
         found: list[list[etree._Element]] = [[] for _ in self._fields]
         for child in element:
@@ -498,9 +439,7 @@ def _make_answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
     scope: dict[str, Any] = {
         "ENVELOPE": f"{{{SOAP11_NS}}}Envelope",
         "BODY": _BODIES[SOAP11_NS],
-        "_int": _answer_int,
-        "_bool": _answer_bool,
-        "_b64": _answer_b64,
+        "_value": _answer_value,
         "_NO": _NO,
     }
     lines: list[str] = []
@@ -524,17 +463,8 @@ def _make_answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
             tag = const(f"{{{namespace}}}{f.name}")
             if f.complex_type is not None:
                 convert = f"{subs[f.complex_type]}(c)"
-            elif f.xsd_type == "string":
-                convert = '_NO if len(c) else (c.text or "")'
-            elif f.xsd_type in ("int", "long"):
-                low, high = (INT_MIN, INT_MAX) if f.xsd_type == "int" else (LONG_MIN, LONG_MAX)
-                convert = f"_int(c, {low}, {high})"
-            elif f.xsd_type == "boolean":
-                convert = "_bool(c)"
-            elif f.xsd_type == "base64Binary":
-                convert = "_b64(c)"
             else:
-                raise _Unfit  # a type this reading does not know
+                convert = f"_value({const(f.xsd_type)}, c)"
             high = _UNBOUNDED if f.max_occurs is None else f.max_occurs
             if f.min_occurs == high == 1:
                 out += [
@@ -627,32 +557,11 @@ def _success_checks(cls: type[Any], const: Callable[[Any], str]) -> list[str]:
 _NO: Any = object()  # a value that does not fit: the answer takes the general reading
 
 
-def _answer_int(element: etree._Element, low: int, high: int) -> Any:
-    if len(element):
-        return _NO
-    token = (element.text or "").strip()
-    if len(token) > 25:
-        return _NO
+def _answer_value(xsd_type: str, element: etree._Element) -> Any:
+    """The value of a single-value element as the general reading finds it, or _NO."""
     try:
-        number = int(token)
-    except ValueError:
-        return _NO
-    return number if low <= number <= high else _NO
-
-
-def _answer_bool(element: etree._Element) -> Any:
-    if len(element):
-        return _NO
-    token = (element.text or "").strip()
-    return True if token in ("true", "1") else False if token in ("false", "0") else _NO
-
-
-def _answer_b64(element: etree._Element) -> Any:
-    if len(element):
-        return _NO
-    try:
-        return base64.b64decode("".join((element.text or "").split()), validate=True)
-    except (binascii.Error, ValueError):
+        return _scalar(xsd_type, element)
+    except _Misfit:
         return _NO
 
 
@@ -743,15 +652,8 @@ def child_element(element: etree._Element, local: str) -> etree._Element | None:
 def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: Redact) -> None:
     """ServiceError when an answer (of any operation that has them) says ``return`` false or
     carries a non-zero ``WSError``."""
-    returned = error = None
-    for child in payload:  # the first of each, in any namespace (as child_element finds them)
-        tag = child.tag
-        if isinstance(tag, str):
-            local = tag[tag.rfind("}") + 1 :]
-            if local == "return":
-                returned = child if returned is None else returned
-            elif local == "WSError":
-                error = child if error is None else error
+    returned = child_element(payload, "return")
+    error = child_element(payload, "WSError")
     ok = returned is None or (returned.text or "").strip() in ("true", "1")
     code_element = None if error is None else child_element(error, "ErrorCode")
     code_text = (code_element.text or "") if code_element is not None else ""
