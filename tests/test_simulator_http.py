@@ -142,6 +142,16 @@ def test_headers_are_recorded_as_sent_the_first_of_a_name_kept(sim: FaxWSSimulat
     assert record.deviations == ()
 
 
+@pytest.mark.parametrize("value", ["\xb2", "-1", "+4", "0x10", "4 4", ""])
+def test_a_content_length_that_is_not_ascii_digits_is_refused(
+    sim: FaxWSSimulator, value: str
+) -> None:
+    answer = exchange(sim, request(f"Host: x\r\nContent-Length: {value}\r\n", body=b""))
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+    assert b"bad Content-Length" in answer
+    assert answer.count(b"HTTP/1.1 ") == 1  # the connection closed: nothing else was read
+
+
 @pytest.mark.parametrize(
     "line",
     [

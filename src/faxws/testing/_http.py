@@ -21,6 +21,7 @@ from urllib.parse import parse_qs
 
 from lxml import etree
 
+from faxws._http import declared_length
 from faxws._reader import ReadError, read_payload, soap_payload
 from faxws._redact import redact
 from faxws._request_reader import ENVELOPE, deviations
@@ -527,11 +528,11 @@ class Handler(BaseHTTPRequestHandler):
             raise RejectError(
                 411, b"a Content-Length is required (no Transfer-Encoding)\n", "text/plain"
             )
-        text = self.fields.get("content-length", "0").strip()
-        if not text.isdigit() or not text.isascii():
+        length = declared_length(self.fields.get("content-length", "0").strip())
+        if length is None:
             self.close_connection = True
             raise RejectError(400, b"bad Content-Length\n", "text/plain")
-        return int(text)
+        return length
 
     def receive(self, *, parse: bool, limit: int = MAX_BODY, whole: bool = False) -> Received:
         """Read the body in chunks: kept whole when it fits the retained budget; for a SOAP
