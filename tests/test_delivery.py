@@ -593,6 +593,22 @@ def test_a_tunnel_through_a_proxy_carries_the_call(
     assert len(target.requests) == 1
 
 
+def test_plain_http_through_a_proxy_asks_it_for_the_whole_url_every_time(
+    serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    """A forwarding proxy gets the absolute URL in the request line, on every call (the
+    request target is worked out once per client), and the service's headers unchanged."""
+    proxy = serve(answer_once)  # answers as the service would, through a fresh connection
+    client = face.client(
+        "http://localhost:9", user_id=USER, pin="4321", retries=0, proxies={"http": proxy.url()}
+    )
+    for _ in range(2):
+        assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
+    lines = [r.head.split(b"\r\n", 1)[0] for r in proxy.requests]
+    assert lines == [b"POST http://localhost:9/fax/v5 HTTP/1.1"] * 2
+    assert [r.header("SOAPAction") for r in proxy.requests] == ["", ""]
+
+
 def test_a_proxy_that_never_answers_connect_is_a_connect_time_out(
     serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
 ) -> None:

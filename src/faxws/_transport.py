@@ -293,9 +293,66 @@ _POOLS = {"http": _Pool, "https": _TLSPool}
 
 
 class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' adapter, with what it works out afresh for every request kept instead: a
+    transport posts to one URL with fixed settings, so the pool and the request target are
+    the same each time (looking them up again parses the URL five times), and the response
+    needs no cookie jar or text encoding (faxws keeps no cookies and reads bytes)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._pools: dict[tuple[Any, ...], urllib3.HTTPConnectionPool] = {}
+        self._targets: dict[tuple[Any, ...], str] = {}
+        super().__init__(*args, **kwargs)
+
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def get_connection_with_tls_context(
+        self,
+        request: requests.PreparedRequest,
+        verify: bool | str | None,
+        proxies: Mapping[str, str] | None = None,
+        cert: Any = None,
+    ) -> urllib3.HTTPConnectionPool:
+        key = (request.url, verify, cert, tuple(sorted(proxies.items())) if proxies else ())
+        pool = self._pools.get(key)
+        if pool is None or pool.pool is None:  # first use, or closed (by close()) since
+            pool = self._pools[key] = cast(
+                urllib3.HTTPConnectionPool,
+                super().get_connection_with_tls_context(
+                    request,
+                    verify,
+                    proxies=None if proxies is None else dict(proxies),
+                    cert=cert,
+                ),
+            )
+        return pool
+
+    def request_url(
+        self, request: requests.PreparedRequest, proxies: Mapping[str, str] | None
+    ) -> str:
+        key = (request.url, tuple(sorted(proxies.items())) if proxies else ())
+        target = self._targets.get(key)
+        if target is None:
+            target = self._targets[key] = super().request_url(
+                request, None if proxies is None else dict(proxies)
+            )
+        return target
+
+    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
+        response = requests.Response()
+        response.status_code = resp.status
+        response.headers = requests.structures.CaseInsensitiveDict(resp.headers)
+        response.raw = resp
+        response.reason = resp.reason
+        response.url = req.url if isinstance(req.url, str) else str(req.url)
+        response.request = req
+        response.connection = self
+        return response
+
+    def close(self) -> None:
+        self._pools.clear()
+        super().close()
 
     def proxy_manager_for(self, proxy: str, **kwargs: Any) -> urllib3.ProxyManager:
         manager: urllib3.ProxyManager = super().proxy_manager_for(proxy, **kwargs)
@@ -434,7 +491,11 @@ class HttpTransport:
         adapter = _Adapter(pool_connections=1, pool_maxsize=max_connections, max_retries=0)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
-        session.headers["User-Agent"] = user_agent
+        # requests' defaults, less Accept: */* and Connection: keep-alive, which say what
+        # HTTP/1.1 assumes anyway (and cost every call two more header lines).
+        session.headers = requests.structures.CaseInsensitiveDict(
+            {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"}
+        )
         self._session = session
         self._adapter = adapter
         self._verify = verify
