@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import enum
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -479,11 +480,143 @@ def test_successful_answers_are_read_alike_by_the_made_reader(
     raw, operation = answer
     root = etree.fromstring(raw)
     _mutate(root, data)
-    edited = etree.tostring(root, xml_declaration=True, encoding="utf-8")
+    # In US-ASCII, other characters are written as references: the answer is plain ASCII,
+    # which the standard library's parser reads first (faxws._safexml.parse_plain).
+    encoding = data.draw(st.sampled_from(["utf-8", "us-ascii"]))
+    edited = etree.tostring(root, xml_declaration=True, encoding=encoding)
     status = data.draw(st.sampled_from([200, 200, 200, 202, 500]))
     assert _interpret_outcome(operation, status, edited, short=True) == _interpret_outcome(
         operation, status, edited, short=False
     )
+
+
+#: Edits of an answer's text: content where an element's content may be (which often leaves
+#: it well-formed), attributes in start tags, and anything anywhere (which often does not).
+CONTENT = [
+    "<!--c-->", "<?pi x?>", "<![CDATA[<&>]]>", "&amp;", "&#65;", "&#x1F600;", " ", "\n",
+    "\r\n", "\t", "<x/>", "<f:x/>", '<x xmlns="urn:FaxWS"/>', "<return>true</return>", "x",
+    "0", "1", "true", "<WSError/>", "&#0;", "&bogus;", "\x7f", "\xe9",
+]  # fmt: skip
+ATTRIBUTES = ['a="1"', 'xmlns:g="urn:FaxWS"', 'xmlns=""', 'xmlns="urn:FaxWS"', 'g:a="1"']
+ANYTHING = [
+    "<", ">", "/", "&", ";", "=", '"', "!", "?", "-", "]", ":", "&lt;", "<!DOCTYPE a>",
+    '<!ENTITY e "x">', "<?xml?>", 'encoding="utf-16"', "\x00", "\ud800",
+]  # fmt: skip
+
+
+@SETTINGS
+@given(answer=valid_answer(), data=st.data())
+def test_answers_edited_as_bytes_are_read_alike_by_either_parser(
+    answer: tuple[bytes, str], data: st.DataObject
+) -> None:
+    """Whatever bytes an answer holds, reading it the short way (the standard library's
+    parser and the made reader, where they take it) comes to what lxml's general reading
+    comes to: the same result or the same error. The edits leave some answers well-formed
+    and make others malformed, oddly declared or not namespace-well-formed."""
+    raw, operation = answer
+    # Values as references: the answer is ASCII, as the standard library's parser takes it.
+    text = "".join(c if c.isascii() else f"&#{ord(c)};" for c in raw.decode())
+    if data.draw(st.booleans()):  # a success, which only the short way could read
+        text = re.sub(r"<((?:\w+:)?return)/>", r"<\1>true</\1>", text)
+        text = re.sub(r"(return>)[^<]*<", r"\1true<", text)
+        text = re.sub(r"(ErrorCode>)[^<]*<", r"\g<1>0<", text)
+    for _ in range(data.draw(st.integers(1, 3))):
+        ends = [i + 1 for i, c in enumerate(text) if c == ">"][1:-1]  # inside the envelope
+        starts = [i for i, c in enumerate(text) if c == ">" and text[i - 1] != "/"]
+        starts = [i for i in starts if text[text.rindex("<", 0, i) + 1] not in "/?"]
+        kind = data.draw(st.sampled_from(["content", "content", "attribute", "anything"]))
+        if kind == "content":
+            at = data.draw(st.sampled_from(ends))
+            piece = "".join(data.draw(st.lists(st.sampled_from(CONTENT), min_size=1, max_size=3)))
+        elif kind == "attribute":
+            at = data.draw(st.sampled_from(starts))
+            piece = " " + data.draw(st.sampled_from(ATTRIBUTES))
+        else:
+            at = data.draw(st.integers(0, len(text)))
+            piece = data.draw(st.sampled_from(ANYTHING + CONTENT))
+        cut = data.draw(st.sampled_from([0, 0, 0, 1, 3])) if kind == "anything" else 0
+        text = text[:at] + piece + text[at + cut :]
+    edited = text.encode("utf-8", "surrogatepass")
+    assert _interpret_outcome(operation, 200, edited, short=True) == _interpret_outcome(
+        operation, 200, edited, short=False
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'<?xml version="1.0" encoding="utf-8"?><a>x</a>',
+        b"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<a>x</a>",
+        b'<?xml version="1.0"?><a>x</a>',
+        b'<?xml version="1.0" encoding="US-ASCII"?><a>x</a>',
+        b"<a>x</a>",
+        b"\n<a>x</a>",
+    ],
+)
+def test_plain_answers_are_parsed_by_the_standard_library(data: bytes) -> None:
+    from faxws._safexml import parse_plain
+
+    root = parse_plain(data)
+    assert root is not None
+    assert (root.tag, root.text) == ("a", "x")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '<?xml version="1.0" encoding="utf-8"?><a>\u00e9</a>'.encode(),  # not ASCII
+        "<a>\u00e9</a>".encode("latin-1"),
+        b'<?xml version="1.0" encoding="utf-16"?><a>x</a>',  # ASCII bytes, declared otherwise
+        b'<?xml version="1.0" encoding="iso-8859-1"?><a>x</a>',
+        b'<?xml version="1.1"?><a>x</a>',
+        b'<?xml-stylesheet href="s.xsl"?><a>x</a>',
+        b'<!DOCTYPE a [<!ENTITY e "x">]><a>&e;</a>',
+        b"<a>&undeclared;</a>",
+        b"<p:a>x</p:a>",  # an undeclared prefix
+        b"<a>x</b>",
+        b"",
+        b"\xef\xbb\xbf<a>x</a>",  # a byte-order mark is not ASCII
+    ],
+)
+def test_anything_else_is_left_to_lxml(data: bytes) -> None:
+    from faxws._safexml import parse_plain
+
+    assert parse_plain(data) is None
+
+
+def test_the_standard_library_gives_the_text_lxml_gives() -> None:
+    """Comments and processing instructions dropped, the text around them joined, CDATA and
+    references read as text, tags as {namespace}local: as the lxml parser faxws uses."""
+    from lxml import etree
+
+    from faxws._safexml import parse_plain, parser
+
+    data = (
+        b'<r xmlns="urn:x" xmlns:p="urn:p"><a>x<!--c-->y<?pi z?>z<![CDATA[<&>]]>&#65;&amp;</a>'
+        b"<p:b>\r\n t </p:b><c/></r>"
+    )
+    plain = parse_plain(data)
+    assert plain is not None
+    lx = etree.fromstring(data, parser())
+    assert [(e.tag, e.text) for e in plain.iter()] == [(e.tag, e.text) for e in lx.iter()]
+    assert [e.tag for e in plain.iter()] == ["{urn:x}r", "{urn:x}a", "{urn:p}b", "{urn:x}c"]
+
+
+def test_answers_as_written_are_read_without_lxml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A successful answer as the service writes it is read without lxml, which would hand
+    the interpreter lock to another thread three times; a failure still takes lxml's way."""
+    from faxws import _reader, _safexml
+
+    def no_lxml() -> None:
+        raise AssertionError("lxml parsed the answer")
+
+    monkeypatch.setattr(_safexml, "parser", no_lxml)
+    report = _reader.interpret(bindings.GET_FAX_BROADCAST_REPORT, 200, report_response(), "r", str)
+    assert report.return_ is True
+    sent = _reader.interpret(bindings.SEND_FAX, 200, send_response(["J1", "J2"]), "r", str)
+    assert [item.job_id for item in sent.fax_job_ids.item] == ["J1", "J2"]
+    with pytest.raises(AssertionError, match="lxml parsed"):
+        _reader.interpret(bindings.SEND_FAX, 200, send_response([], ok=False), "r", str)
 
 
 @pytest.mark.parametrize(

@@ -413,7 +413,7 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
 # -- successful answers as the service writes them, in one made function -----------------------
 
 
-def _answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
+def _answer_reader(cls: type[Any]) -> Callable[[Any], Any]:
     """The function reading a successful answer of output class ``cls`` from its parsed
     document, made once per class (see :func:`_make_answer_reader`)."""
     found = _ANSWER_READERS.get(cls)
@@ -422,20 +422,21 @@ def _answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
     return found
 
 
-_ANSWER_READERS: dict[type[Any], Callable[[etree._Element], Any]] = {}
+_ANSWER_READERS: dict[type[Any], Callable[[Any], Any]] = {}
 
 
-def _make_answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
-    """A function taking the document element of an answer and giving the instance of
-    ``cls`` it holds, when it is a success written as answers are: a SOAP 1.1 envelope
-    holding only its Body, the Body only the payload, and every element in it exactly the
-    fields of its type in schema order, each as often as it may be, each value of its type;
-    ``return`` (where there is one) true and ``WSError``'s ``ErrorCode`` 0. Anything else
-    gives None, and the general reading (:func:`payload_of`, :func:`raise_for_ws_error`,
-    :func:`read_payload`) tells what the answer means: the values found here are the ones
-    it would find (tests/test_equivalence.py). Made like the writer's functions: Python
-    source from the bindings' description, where tags and classes are names bound in its
-    scope, never text put into the source."""
+def _make_answer_reader(cls: type[Any]) -> Callable[[Any], Any]:
+    """A function taking the document element of an answer (lxml's, or ElementTree's from
+    :func:`faxws._safexml.parse_plain`: it reads only tags, text and children, which the two
+    give alike) and giving the instance of ``cls`` it holds, when it is a success written as
+    answers are: a SOAP 1.1 envelope holding only its Body, the Body only the payload, and every
+    element in it exactly the fields of its type in schema order, each as often as it may be,
+    each value of its type; ``return`` (where there is one) true and ``WSError``'s ``ErrorCode``
+    0. Anything else gives None, and the general reading (:func:`payload_of`,
+    :func:`raise_for_ws_error`, :func:`read_payload`) tells what the answer means: the values
+    found here are the ones it would find (tests/test_equivalence.py). Made like the writer's
+    functions: Python source from the bindings' description, where tags and classes are names
+    bound in its scope, never text put into the source."""
     scope: dict[str, Any] = {
         "ENVELOPE": f"{{{SOAP11_NS}}}Envelope",
         "BODY": _BODIES[SOAP11_NS],
@@ -520,7 +521,7 @@ def _make_answer_reader(cls: type[Any]) -> Callable[[etree._Element], Any]:
         "    return r",
     ]
     exec("\n".join(lines), scope)  # noqa: S102 (names made above; values bound in scope)
-    made: Callable[[etree._Element], Any] = scope["answer"]
+    made: Callable[[Any], Any] = scope["answer"]
     return made
 
 
@@ -588,19 +589,16 @@ def _maybe_delivered(status: int) -> bool:
     return not 300 <= status < 500
 
 
-def payload_of(
-    status: int, content: bytes, rid: str, redact: Redact, root: etree._Element | None = None
-) -> etree._Element:
+def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:
     """The element inside the SOAP Body of a successful answer, or the error the answer
     means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
-    without a fault), ProtocolError (not a readable SOAP answer). ``root``: the answer's
-    document element, when it was parsed already."""
+    without a fault), ProtocolError (not a readable SOAP answer)."""
 
     def body_text() -> str:
         return excerpt(redact(decode_text(content[:4000])))
 
     try:
-        payload = soap_payload(parse_document(content) if root is None else root)
+        payload = soap_payload(parse_document(content))
     except ReadError as exc:
         if status in (401, 403):
             raise AuthenticationError(
@@ -676,17 +674,13 @@ def interpret(
     operation: Operation[Any, ResponseT], status: int, content: bytes, rid: str, redact: Redact
 ) -> ResponseT:
     """A successful answer of ``operation`` as its generated output class, or its error."""
-    root = None
     if 200 <= status < 300 and len(content) < TRUST_FROM:
-        try:
-            root = parse_document(content)
-        except ReadError:
-            pass  # told below
-        else:
+        root = _safexml.parse_plain(content)
+        if root is not None:
             found: ResponseT | None = _answer_reader(operation.output)(root)
             if found is not None:
                 return found
-    payload = payload_of(status, content, rid, redact, root)
+    payload = payload_of(status, content, rid, redact)
     raise_for_ws_error(payload, rid, status, redact)
     try:
         result: ResponseT = read_payload(payload, operation.output, len(content))

@@ -1,13 +1,18 @@
-"""The one way faxws parses XML it did not write: responses, and documents to validate.
+"""The ways faxws parses XML it did not write: responses, and documents to validate.
 
 A document with a DOCTYPE or an entity declaration is refused before it reaches the parser,
 so no DTD is read and no entity is declared, expanded or fetched. The parser itself forbids
 network access and keeps libxml2's size and depth limits (no ``huge_tree``).
+
+Small answers in plain ASCII may first be read by the standard library's parser (see
+:func:`parse_plain`); whatever it does not take, lxml parses as above.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+import xml.etree.ElementTree as ElementTree
 
 from lxml import etree
 
@@ -71,3 +76,37 @@ def first_namespace_error(log: etree._ListErrorLog) -> tuple[int, str] | None:
         if entry.domain == etree.ErrorDomains.NAMESPACE and entry.level >= etree.ErrorLevels.ERROR:
             return entry.line, entry.message
     return None
+
+
+# An XML declaration that says nothing a parser could read differently: version 1.0, and an
+# encoding (if any) in which ASCII bytes are ASCII text.
+_PLAIN_DECLARATION = re.compile(
+    rb"<\?xml[ \t\r\n]+version[ \t\r\n]*=[ \t\r\n]*(['\"])1\.0\1"
+    rb"(?:[ \t\r\n]+encoding[ \t\r\n]*=[ \t\r\n]*(['\"])(?i:utf-8|us-ascii)\2)?"
+    rb"(?:[ \t\r\n]+standalone[ \t\r\n]*=[ \t\r\n]*(['\"])(?:yes|no)\3)?"
+    rb"[ \t\r\n]*\?>"
+)
+
+
+def parse_plain(data: bytes) -> ElementTree.Element | None:
+    """The document element of ``data``, parsed by the standard library's ElementTree (expat),
+    when ``data`` is ASCII with no DOCTYPE and a declaration (if any) of version 1.0 in UTF-8
+    or US-ASCII; None for anything else, including what expat finds malformed.
+
+    Why: lxml hands over the interpreter lock three times for every document it parses (a
+    lock, the parse, a callback), and each time a thread waiting for the lock may take it;
+    ElementTree keeps it. For a small answer that is most of what a call costs other threads.
+    A caller reads what this gives with the same code as lxml's elements (tags in the same
+    ``{namespace}local`` form; comments and processing instructions dropped, text around them
+    joined, as the lxml parser above does) and takes lxml's way whenever this gives None."""
+    if not data.isascii() or dtd_offset(data) >= 0:
+        return None
+    if data.startswith(b"<?xml") and _PLAIN_DECLARATION.match(data) is None:
+        return None
+    parser = ElementTree.XMLParser()  # noqa: S314 (no DTD: no entity can be declared)
+    try:
+        parser.feed(data)
+        root: ElementTree.Element = parser.close()
+    except ElementTree.ParseError:
+        return None
+    return root
