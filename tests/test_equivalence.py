@@ -453,18 +453,21 @@ def _mutate(root: Any, data: st.DataObject) -> None:
 
 
 def _interpret_outcome(operation: str, status: int, data: bytes, *, short: bool) -> object:
-    from faxws import _reader
+    """What ``interpret`` makes of an answer: the short way where it applies, or (short
+    False) lxml's general reading alone, the standard library's parser not even tried."""
+    from faxws import _reader, _safexml
 
     redact: Callable[[str], str] = lambda text: text  # noqa: E731
-    made = _reader._answer_reader
+    made, plain = _reader._answer_reader, _safexml.parse_plain
     if not short:
         _reader._answer_reader = lambda cls: lambda root: None  # type: ignore[assignment]
+        _safexml.parse_plain = lambda data: None  # type: ignore[assignment]
     try:
         return _reader.interpret(bindings.OPERATIONS[operation], status, data, "r", redact)
     except FaxWSError as exc:
         return (type(exc).__name__, str(exc))
     finally:
-        _reader._answer_reader = made
+        _reader._answer_reader, _safexml.parse_plain = made, plain
 
 
 @SETTINGS
@@ -584,6 +587,55 @@ def test_anything_else_is_left_to_lxml(data: bytes) -> None:
     assert parse_plain(data) is None
 
 
+def _soap(payload: str, declaration: str = '<?xml version="1.0" encoding="utf-8"?>') -> str:
+    return (
+        f'{declaration}<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">'
+        f"<soap:Body>{payload}</soap:Body></soap:Envelope>"
+    )
+
+
+_REPORT = (
+    '<GetFaxBroadcastReportResponse xmlns="urn:FaxWS"><return>true</return><WSError>'
+    "<ErrorCode>0</ErrorCode><ErrorString>{}</ErrorString></WSError>"
+    "</GetFaxBroadcastReportResponse>"
+)
+_DTD = '<!DOCTYPE a [<!ENTITY e "expanded">]>'
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # What libxml2 refuses and expat would take: a namespace name that is not a URI, an
+        # xml:id that is not a name, or one given twice.
+        report_response().replace(b"<return>", b'<return xmlns:p="a b">'),
+        report_response().replace(b"<return>", b'<return xmlns:p="%">'),
+        report_response().replace(b'xmlns="urn:FaxWS"', b'xmlns="urn:FaxWS" xmlns:q="a^b"'),
+        report_response().replace(b"<return>", b'<return xml:id="1">'),
+        report_response().replace(b"<return>", b'<return xml:id="">'),
+        report_response()
+        .replace(b"<return>", b'<return xml:id="a">')
+        .replace(b"<WSError>", b'<WSError xml:id="a">'),
+        # UTF-16 without a byte-order mark is ASCII bytes (every high byte zero): expat would
+        # read it as UTF-16, and the DTD in it, which the byte scan cannot see.
+        _soap(_REPORT.format("x"), "").encode("utf-16-le"),
+        _soap(_REPORT.format("x"), "").encode("utf-16-be"),
+        _soap(_REPORT.format("&e;"), '<?xml version="1.0" encoding="UTF-16"?>' + _DTD).encode(
+            "utf-16-le"
+        ),
+        # ... with an encoding expat cannot load (it raised, where lxml reads the answer)
+        _soap(_REPORT.format("x"), '<?xml version="1.0" encoding="rot13"?>').encode("utf-16-le"),
+        _soap(_REPORT.format("x"), '<?xml version="1.0" encoding="big5"?>').encode("utf-16-le"),
+    ],
+)
+def test_what_only_libxml2_refuses_or_reads_is_left_to_it(data: bytes) -> None:
+    from faxws._safexml import parse_plain
+
+    assert parse_plain(data) is None
+    short = _interpret_outcome("GetFaxBroadcastReport", 200, data, short=True)
+    assert short == _interpret_outcome("GetFaxBroadcastReport", 200, data, short=False)
+    assert "expanded" not in repr(short)
+
+
 def test_the_standard_library_gives_the_text_lxml_gives() -> None:
     """Comments and processing instructions dropped, the text around them joined, CDATA and
     references read as text, tags as {namespace}local: as the lxml parser faxws uses."""
@@ -591,15 +643,17 @@ def test_the_standard_library_gives_the_text_lxml_gives() -> None:
 
     from faxws._safexml import parse_plain, parser
 
+    soap = "http://schemas.xmlsoap.org/soap/envelope/"
     data = (
-        b'<r xmlns="urn:x" xmlns:p="urn:p"><a>x<!--c-->y<?pi z?>z<![CDATA[<&>]]>&#65;&amp;</a>'
-        b"<p:b>\r\n t </p:b><c/></r>"
-    )
+        f'<r xmlns="urn:FaxWS" xmlns:p="{soap}"><a>x<!--c-->y<?pi z?>z<![CDATA[<&>]]>&#65;&amp;'
+        "</a><p:b>\r\n t </p:b><c/></r>"
+    ).encode()
     plain = parse_plain(data)
     assert plain is not None
     lx = etree.fromstring(data, parser())
     assert [(e.tag, e.text) for e in plain.iter()] == [(e.tag, e.text) for e in lx.iter()]
-    assert [e.tag for e in plain.iter()] == ["{urn:x}r", "{urn:x}a", "{urn:p}b", "{urn:x}c"]
+    tags = ["{urn:FaxWS}r", "{urn:FaxWS}a", f"{{{soap}}}b", "{urn:FaxWS}c"]
+    assert [e.tag for e in plain.iter()] == tags
 
 
 def test_answers_as_written_are_read_without_lxml(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -155,6 +155,46 @@ def test_connections_are_pooled(capture_server: type[CaptureServer], face: Face)
     assert server.captured.connections == 1
 
 
+def test_an_http_1_0_server_keeps_the_connection_it_is_asked_to_keep(
+    serve: Callable[..., ScriptedServer], face: Face
+) -> None:
+    """An HTTP/1.0 server (or proxy) keeps a connection only when the request says
+    ``Connection: keep-alive``: both clients say it, so their calls share one connection."""
+    body = report_response()
+
+    def script(conn: Conn) -> None:
+        while (request := conn.read_request()) is not None:
+            keep = (request.header("Connection") or "").lower() == "keep-alive"
+            conn.send(
+                b"HTTP/1.0 200 OK\r\nContent-Type: text/xml\r\nContent-Length: %d\r\n%s\r\n%s"
+                % (len(body), b"Connection: keep-alive\r\n" if keep else b"", body)
+            )
+            if not keep:
+                return
+
+    server = serve(script)
+    client = face.client(server.url(), user_id="u", pin="1")
+    for _ in range(3):
+        client.get_fax_broadcast_report("J1")
+    assert len(server.requests) == 3
+    assert server.connections == 1
+
+
+def test_a_client_copied_or_unpickled_still_calls(
+    capture_server: type[CaptureServer],
+) -> None:
+    import copy
+    import pickle
+
+    server = capture_server(lambda raw: http_reply(report_response()))
+    client = FaxClient(server.url, user_id="u", pin="1")
+    client.get_fax_broadcast_report("J1")
+    for other in (copy.deepcopy(client), pickle.loads(pickle.dumps(client))):  # noqa: S301
+        with other:
+            assert other.get_fax_broadcast_report("J2").job_id == "J2"
+    client.close()
+
+
 def test_a_call_makes_few_system_calls_on_a_kept_connection(
     capture_server: type[CaptureServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -566,7 +566,13 @@ class AsyncHttpTransport:
                 "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
                 "has from Python 3.11; use an http:// proxy URL (the tunnel is still TLS)",
             )
-        self._headers = {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"}
+        # As the sync client's requests: Connection: keep-alive keeps HTTP/1.0 servers and
+        # proxies from closing the connection after each call.
+        self._headers = {
+            "User-Agent": user_agent,
+            "Accept-Encoding": "gzip, deflate",
+            "Connection": "keep-alive",
+        }
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._precise = False

@@ -86,27 +86,53 @@ _PLAIN_DECLARATION = re.compile(
     rb"(?:[ \t\r\n]+standalone[ \t\r\n]*=[ \t\r\n]*(['\"])(?:yes|no)\3)?"
     rb"[ \t\r\n]*\?>"
 )
+# Where "xmlns" is a namespace declaration, the name it declares (quotes kept out).
+_DECLARED = re.compile(rb"xmlns(?::[^\s=<>]*)?[ \t\r\n]*=[ \t\r\n]*(?:\"([^\"<]*)\"|'([^'<]*)')")
+#: The namespace names a plain document may declare: those answers use. (libxml2 refuses a
+#: name that is not a URI, which expat takes; a document declaring any other name is left
+#: to lxml.)
+PLAIN_NAMESPACES = frozenset(
+    {
+        b"http://schemas.xmlsoap.org/soap/envelope/",
+        b"http://www.w3.org/2003/05/soap-envelope",
+        b"http://www.w3.org/2001/XMLSchema-instance",
+        b"http://www.w3.org/2001/XMLSchema",
+        b"urn:FaxWS",
+    }
+)
 
 
 def parse_plain(data: bytes) -> ElementTree.Element | None:
-    """The document element of ``data``, parsed by the standard library's ElementTree (expat),
-    when ``data`` is ASCII with no DOCTYPE and a declaration (if any) of version 1.0 in UTF-8
-    or US-ASCII; None for anything else, including what expat finds malformed.
+    """The document element of ``data``, parsed by the standard library's ElementTree
+    (expat), when ``data`` is plain: ASCII without NUL bytes (which expat would take for
+    UTF-16 with every high byte zero), no DOCTYPE, a declaration (if any) of version 1.0 in
+    UTF-8 or US-ASCII, namespace declarations of :data:`PLAIN_NAMESPACES` only, and no other
+    attribute. None for anything else, including what expat finds malformed.
 
     Why: lxml hands over the interpreter lock three times for every document it parses (a
     lock, the parse, a callback), and each time a thread waiting for the lock may take it;
     ElementTree keeps it. For a small answer that is most of what a call costs other threads.
     A caller reads what this gives with the same code as lxml's elements (tags in the same
     ``{namespace}local`` form; comments and processing instructions dropped, text around them
-    joined, as the lxml parser above does) and takes lxml's way whenever this gives None."""
-    if not data.isascii() or dtd_offset(data) >= 0:
+    joined, as the lxml parser above does) and takes lxml's way whenever this gives None: what
+    libxml2 alone would refuse (a namespace name that is not a URI, an ``xml:id`` that is not
+    a name) never reaches expat."""
+    if not data.isascii() or b"\0" in data or dtd_offset(data) >= 0:
         return None
     if data.startswith(b"<?xml") and _PLAIN_DECLARATION.match(data) is None:
         return None
+    declarations = data.count(b"xmlns")
+    if declarations:
+        names = [a or b for a, b in _DECLARED.findall(data)]
+        if len(names) != declarations or not PLAIN_NAMESPACES.issuperset(names):
+            return None
     parser = ElementTree.XMLParser()  # noqa: S314 (no DTD: no entity can be declared)
     try:
         parser.feed(data)
         root: ElementTree.Element = parser.close()
-    except ElementTree.ParseError:
+    except Exception:  # whatever expat makes of it, lxml's reading decides
         return None
+    for element in root.iter():
+        if element.attrib:
+            return None
     return root

@@ -303,6 +303,11 @@ class _Adapter(requests.adapters.HTTPAdapter):
         self._targets: dict[tuple[Any, ...], str] = {}
         super().__init__(*args, **kwargs)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled (or copied) without __init__: the kept lookups start empty.
+        self._pools, self._targets = {}, {}
+        super().__setstate__(state)  # type: ignore[misc]  # in requests, not its stubs
+
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = _POOLS
@@ -491,11 +496,9 @@ class HttpTransport:
         adapter = _Adapter(pool_connections=1, pool_maxsize=max_connections, max_retries=0)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
-        # requests' defaults, less Accept: */* and Connection: keep-alive, which say what
-        # HTTP/1.1 assumes anyway (and cost every call two more header lines).
-        session.headers = requests.structures.CaseInsensitiveDict(
-            {"User-Agent": user_agent, "Accept-Encoding": "gzip, deflate"}
-        )
+        # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
+        # proxies from closing the connection after each call.
+        session.headers["User-Agent"] = user_agent
         self._session = session
         self._adapter = adapter
         self._verify = verify
