@@ -428,7 +428,7 @@ def test_an_unexpected_exception_below_a_call_becomes_a_faxws_error(
 ) -> None:
     import faxws.client
 
-    def broken(*args: object) -> object:
+    def broken(*args: object, **kwargs: object) -> object:
         raise KeyError("bug")
 
     monkeypatch.setattr(faxws.client, "interpret", broken)

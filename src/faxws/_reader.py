@@ -589,16 +589,19 @@ def _maybe_delivered(status: int) -> bool:
     return not 300 <= status < 500
 
 
-def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:
+def payload_of(
+    status: int, content: bytes, rid: str, redact: Redact, root: etree._Element | None = None
+) -> etree._Element:
     """The element inside the SOAP Body of a successful answer, or the error the answer
     means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
-    without a fault), ProtocolError (not a readable SOAP answer)."""
+    without a fault), ProtocolError (not a readable SOAP answer). ``root``: the answer's
+    document element, when lxml parsed it already."""
 
     def body_text() -> str:
         return excerpt(redact(decode_text(content[:4000])))
 
     try:
-        payload = soap_payload(parse_document(content))
+        payload = soap_payload(parse_document(content) if root is None else root)
     except ReadError as exc:
         if status in (401, 403):
             raise AuthenticationError(
@@ -671,16 +674,33 @@ def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: R
 
 
 def interpret(
-    operation: Operation[Any, ResponseT], status: int, content: bytes, rid: str, redact: Redact
+    operation: Operation[Any, ResponseT],
+    status: int,
+    content: bytes,
+    rid: str,
+    redact: Redact,
+    *,
+    keep_lock: bool = True,
 ) -> ResponseT:
-    """A successful answer of ``operation`` as its generated output class, or its error."""
+    """A successful answer of ``operation`` as its generated output class, or its error.
+
+    ``keep_lock``: a small plain answer is parsed by the standard library's parser, which
+    keeps the interpreter lock (what threads sharing a client gain most from); else by lxml,
+    which costs fewer instructions (what an event loop's one thread gains most from)."""
+    root = None
     if 200 <= status < 300 and len(content) < TRUST_FROM:
-        root = _safexml.parse_plain(content)
-        if root is not None:
-            found: ResponseT | None = _answer_reader(operation.output)(root)
+        if keep_lock:
+            found_root: Any = _safexml.parse_plain(content)
+        else:
+            try:
+                found_root = root = parse_document(content)
+            except ReadError:
+                found_root = None  # told below
+        if found_root is not None:
+            found: ResponseT | None = _answer_reader(operation.output)(found_root)
             if found is not None:
                 return found
-    payload = payload_of(status, content, rid, redact)
+    payload = payload_of(status, content, rid, redact, root)
     raise_for_ws_error(payload, rid, status, redact)
     try:
         result: ResponseT = read_payload(payload, operation.output, len(content))
