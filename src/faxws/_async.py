@@ -13,6 +13,7 @@ is done.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
@@ -67,6 +68,9 @@ async def _hold_streams(streams: list[object]) -> list[tuple[object, threading.L
     return held
 
 
+_NO_LOCK = contextlib.nullcontext()
+
+
 class _Documents:
     """One call's request body: measured when the call starts, sent whole by each attempt
     (small bodies as bytes, large ones in chunks read and encoded in worker threads)."""
@@ -78,8 +82,8 @@ class _Documents:
         self._reading: asyncio.Future[bytes | None] | None = None
         # A read in a worker thread when close() comes closes the documents itself when it
         # ends: the loop may be gone by then, and its callbacks with it (the file objects'
-        # send locks would never be released).
-        self._state = threading.Lock()
+        # send locks would never be released). A body of bytes alone has no documents.
+        self._state = _NO_LOCK if opened is None else threading.Lock()
         self._in_read = False
         self._close_after_read = False
 
@@ -206,8 +210,9 @@ class AsyncCaller:
                 backoff=self.retry_backoff,
                 redact=self.credentials.redact,
             )
+            pin = self.credentials.mode == "pin"
             while True:
-                token = await self.credentials.bearer_token_async(rid)
+                token = None if pin else await self.credentials.bearer_token_async(rid)
                 attempts.sending(rid, self.url, documents.size)
                 sent = self.http.attempt()
                 try:
