@@ -142,6 +142,10 @@ def test_headers_are_exactly_the_contract(
     assert h["x-ch-request-id"].startswith("req-golden-")
     assert int(h["content-length"]) == len(request.body)
     assert "transfer-encoding" not in h
+    # The same on both faces, whatever decoders are installed; HTTP/1.0 peers keep the
+    # connection only when asked.
+    assert h["accept-encoding"] == "gzip, deflate"
+    assert h["connection"] == "keep-alive"
     if "token" in creds:
         assert h["authorization"] == f"Bearer {TOKEN}"
         assert b"<strPIN/>" in request.body

@@ -448,6 +448,13 @@ def test_nil_values_and_soap_headers_are_refused(capture_server: Server) -> None
     with pytest.raises(BadInputError) as info:
         client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]}, _soapheaders=[header])
     assert info.value.field == "_soapheaders"
+    assert info.value.request_id is not None  # refused before the exchange, still with an id
+    with (
+        client.settings(extra_http_headers={"x-ch-request-id": "rid-headers"}),
+        pytest.raises(BadInputError) as info,
+    ):
+        client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]}, _soapheaders=[header])
+    assert info.value.request_id == "rid-headers"
     assert server.captured.requests == []
 
 

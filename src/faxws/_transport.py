@@ -497,8 +497,10 @@ class HttpTransport:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
-        # proxies from closing the connection after each call.
+        # proxies from closing the connection after each call. Accept-Encoding is the async
+        # client's, whatever decoders happen to be installed.
         session.headers["User-Agent"] = user_agent
+        session.headers["Accept-Encoding"] = "gzip, deflate"
         self._session = session
         self._adapter = adapter
         self._verify = verify

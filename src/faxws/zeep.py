@@ -275,21 +275,28 @@ class _OperationProxy(zeep.proxy.OperationProxy):
         _current.request_id = None
         try:
             return super().__call__(*args, **kwargs)  # type: ignore[no-untyped-call]
-        except FaxWSError:
+        except FaxWSError as exc:
+            if exc.request_id is None:  # refused before the call had its id (SOAP headers)
+                exc.request_id = _given_request_id(client) or new_request_id()
             raise
         except Exception as exc:
             rid: str | None = _current.request_id
             redact = client.transport.credentials.redact
             text = excerpt(redact(f"{type(exc).__name__}: {exc}"), 300)
             if rid is None:
-                extra = client.settings.extra_http_headers or {}
-                given = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
                 error: FaxWSError = BadInputError(
-                    "arguments", text, request_id=given or new_request_id()
+                    "arguments", text, request_id=_given_request_id(client) or new_request_id()
                 )
             else:
                 error = ProtocolError(f"zeep could not read the answer: {text}", request_id=rid)
             raise error from None
+
+
+def _given_request_id(client: Any) -> str | None:
+    """The x-ch-request-id the caller set in the client's settings, if any."""
+    extra = client.settings.extra_http_headers or {}
+    found: str | None = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
+    return found
 
 
 class _ServiceProxy(zeep.proxy.ServiceProxy):
