@@ -471,7 +471,7 @@ def _interpret_outcome(
     made, plain = _reader._answer_reader, _safexml.parse_plain
     if not short:
         _reader._answer_reader = lambda cls: lambda root: None  # type: ignore[assignment]
-        _safexml.parse_plain = lambda data: None  # type: ignore[assignment]
+        _safexml.parse_plain = lambda data, namespaces: None  # type: ignore[assignment]
     try:
         return _reader.interpret(
             bindings.OPERATIONS[operation], status, data, "r", redact, keep_lock=keep_lock
@@ -573,9 +573,10 @@ def test_answers_edited_as_bytes_are_read_alike_by_either_parser(
     ],
 )
 def test_plain_answers_are_parsed_by_the_standard_library(data: bytes) -> None:
+    from faxws._reader import PLAIN_NAMESPACES
     from faxws._safexml import parse_plain
 
-    root = parse_plain(data)
+    root = parse_plain(data, PLAIN_NAMESPACES)
     assert root is not None
     assert (root.tag, root.text) == ("a", "x")
 
@@ -598,9 +599,10 @@ def test_plain_answers_are_parsed_by_the_standard_library(data: bytes) -> None:
     ],
 )
 def test_anything_else_is_left_to_lxml(data: bytes) -> None:
+    from faxws._reader import PLAIN_NAMESPACES
     from faxws._safexml import parse_plain
 
-    assert parse_plain(data) is None
+    assert parse_plain(data, PLAIN_NAMESPACES) is None
 
 
 def _soap(payload: str, declaration: str = '<?xml version="1.0" encoding="utf-8"?>') -> str:
@@ -644,9 +646,10 @@ _DTD = '<!DOCTYPE a [<!ENTITY e "expanded">]>'
     ],
 )
 def test_what_only_libxml2_refuses_or_reads_is_left_to_it(data: bytes) -> None:
+    from faxws._reader import PLAIN_NAMESPACES
     from faxws._safexml import parse_plain
 
-    assert parse_plain(data) is None
+    assert parse_plain(data, PLAIN_NAMESPACES) is None
     _read_alike("GetFaxBroadcastReport", 200, data)
     short = _interpret_outcome("GetFaxBroadcastReport", 200, data, short=True)
     assert "expanded" not in repr(short)
@@ -657,6 +660,7 @@ def test_the_standard_library_gives_the_text_lxml_gives() -> None:
     references read as text, tags as {namespace}local: as the lxml parser faxws uses."""
     from lxml import etree
 
+    from faxws._reader import PLAIN_NAMESPACES
     from faxws._safexml import parse_plain, parser
 
     soap = "http://schemas.xmlsoap.org/soap/envelope/"
@@ -664,7 +668,7 @@ def test_the_standard_library_gives_the_text_lxml_gives() -> None:
         f'<r xmlns="urn:FaxWS" xmlns:p="{soap}"><a>x<!--c-->y<?pi z?>z<![CDATA[<&>]]>&#65;&amp;'
         "</a><p:b>\r\n t </p:b><c/></r>"
     ).encode()
-    plain = parse_plain(data)
+    plain = parse_plain(data, PLAIN_NAMESPACES)
     assert plain is not None
     lx = etree.fromstring(data, parser())
     assert [(e.tag, e.text) for e in plain.iter()] == [(e.tag, e.text) for e in lx.iter()]
@@ -685,6 +689,15 @@ def test_answers_as_written_are_read_without_lxml(monkeypatch: pytest.MonkeyPatc
     assert report.return_ is True
     sent = _reader.interpret(bindings.SEND_FAX, 200, send_response(["J1", "J2"]), "r", str)
     assert [item.job_id for item in sent.fax_job_ids.item] == ["J1", "J2"]
+    # as gSOAP writes an envelope: the encoding and schema namespaces declared too
+    toolkit = report_response().replace(
+        b"<SOAP-ENV:Envelope ",
+        b'<SOAP-ENV:Envelope xmlns:SOAP-ENC="http://schemas.xmlsoap.org/soap/encoding/" '
+        b'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+        b'xmlns:xsd="http://www.w3.org/2001/XMLSchema" ',
+    )
+    assert toolkit != report_response()
+    assert _reader.interpret(bindings.GET_FAX_BROADCAST_REPORT, 200, toolkit, "r", str).return_
     with pytest.raises(AssertionError, match="lxml parsed"):
         _reader.interpret(bindings.SEND_FAX, 200, send_response([], ok=False), "r", str)
 

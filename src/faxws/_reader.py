@@ -24,6 +24,7 @@ from faxws._xsd import (
     INT_MIN,
     LONG_MAX,
     LONG_MIN,
+    NAMESPACE,
     Operation,
     XmlField,
     XmlType,
@@ -673,6 +674,21 @@ def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: R
     raise ServiceError(code, redact(text), request_id=rid, status_code=status)
 
 
+#: The namespaces a plain answer may declare (see :func:`faxws._safexml.parse_plain`): those
+#: answers use, and those a SOAP toolkit such as gSOAP declares on every envelope.
+PLAIN_NAMESPACES = frozenset(
+    name.encode()
+    for name in (
+        SOAP11_NS,
+        SOAP12_NS,
+        NAMESPACE,
+        "http://schemas.xmlsoap.org/soap/encoding/",
+        "http://www.w3.org/2001/XMLSchema-instance",
+        "http://www.w3.org/2001/XMLSchema",
+    )
+)
+
+
 def interpret(
     operation: Operation[Any, ResponseT],
     status: int,
@@ -690,7 +706,7 @@ def interpret(
     root = None
     if 200 <= status < 300 and len(content) < TRUST_FROM:
         if keep_lock:
-            found_root: Any = _safexml.parse_plain(content)
+            found_root: Any = _safexml.parse_plain(content, PLAIN_NAMESPACES)
         else:
             try:
                 found_root = root = parse_document(content)

@@ -88,26 +88,15 @@ _PLAIN_DECLARATION = re.compile(
 )
 # Where "xmlns" is a namespace declaration, the name it declares (quotes kept out).
 _DECLARED = re.compile(rb"xmlns(?::[^\s=<>]*)?[ \t\r\n]*=[ \t\r\n]*(?:\"([^\"<]*)\"|'([^'<]*)')")
-#: The namespace names a plain document may declare: those answers use. (libxml2 refuses a
-#: name that is not a URI, which expat takes; a document declaring any other name is left
-#: to lxml.)
-PLAIN_NAMESPACES = frozenset(
-    {
-        b"http://schemas.xmlsoap.org/soap/envelope/",
-        b"http://www.w3.org/2003/05/soap-envelope",
-        b"http://www.w3.org/2001/XMLSchema-instance",
-        b"http://www.w3.org/2001/XMLSchema",
-        b"urn:FaxWS",
-    }
-)
 
 
-def parse_plain(data: bytes) -> ElementTree.Element | None:
+def parse_plain(data: bytes, namespaces: frozenset[bytes]) -> ElementTree.Element | None:
     """The document element of ``data``, parsed by the standard library's ElementTree
     (expat), when ``data`` is plain: ASCII without NUL bytes (which expat would take for
     UTF-16 with every high byte zero), no DOCTYPE, a declaration (if any) of version 1.0 in
-    UTF-8 or US-ASCII, namespace declarations of :data:`PLAIN_NAMESPACES` only, and no other
-    attribute. None for anything else, including what expat finds malformed.
+    UTF-8 or US-ASCII, declarations of the ``namespaces`` named only (libxml2 refuses a name
+    that is not a URI, which expat takes), and no other attribute. None for anything else,
+    including what expat finds malformed.
 
     Why: lxml hands over the interpreter lock three times for every document it parses (a
     lock, the parse, a callback), and each time a thread waiting for the lock may take it;
@@ -124,7 +113,7 @@ def parse_plain(data: bytes) -> ElementTree.Element | None:
     declarations = data.count(b"xmlns")
     if declarations:
         names = [a or b for a, b in _DECLARED.findall(data)]
-        if len(names) != declarations or not PLAIN_NAMESPACES.issuperset(names):
+        if len(names) != declarations or not namespaces.issuperset(names):
             return None
     parser = ElementTree.XMLParser()  # noqa: S314 (no DTD: no entity can be declared)
     try:
