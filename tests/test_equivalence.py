@@ -605,18 +605,12 @@ def test_anything_else_is_left_to_lxml(data: bytes) -> None:
     assert parse_plain(data, PLAIN_NAMESPACES) is None
 
 
-def _soap(payload: str, declaration: str = '<?xml version="1.0" encoding="utf-8"?>') -> str:
-    return (
-        f'{declaration}<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">'
-        f"<soap:Body>{payload}</soap:Body></soap:Envelope>"
-    )
+def _redeclared(declaration: str, text: str = "x") -> str:
+    """The report answer with ``text`` as its ErrorString and another XML declaration."""
+    data = report_response(text=text).decode()
+    return data.replace('<?xml version="1.0" encoding="UTF-8"?>', declaration, 1)
 
 
-_REPORT = (
-    '<GetFaxBroadcastReportResponse xmlns="urn:FaxWS"><return>true</return><WSError>'
-    "<ErrorCode>0</ErrorCode><ErrorString>{}</ErrorString></WSError>"
-    "</GetFaxBroadcastReportResponse>"
-)
 _DTD = '<!DOCTYPE a [<!ENTITY e "expanded">]>'
 
 
@@ -635,14 +629,12 @@ _DTD = '<!DOCTYPE a [<!ENTITY e "expanded">]>'
         .replace(b"<WSError>", b'<WSError xml:id="a">'),
         # UTF-16 without a byte-order mark is ASCII bytes (every high byte zero): expat would
         # read it as UTF-16, and the DTD in it, which the byte scan cannot see.
-        _soap(_REPORT.format("x"), "").encode("utf-16-le"),
-        _soap(_REPORT.format("x"), "").encode("utf-16-be"),
-        _soap(_REPORT.format("&e;"), '<?xml version="1.0" encoding="UTF-16"?>' + _DTD).encode(
-            "utf-16-le"
-        ),
+        _redeclared("").encode("utf-16-le"),
+        _redeclared("").encode("utf-16-be"),
+        _redeclared('<?xml version="1.0" encoding="UTF-16"?>' + _DTD, "&e;").encode("utf-16-le"),
         # ... with an encoding expat cannot load (it raised, where lxml reads the answer)
-        _soap(_REPORT.format("x"), '<?xml version="1.0" encoding="rot13"?>').encode("utf-16-le"),
-        _soap(_REPORT.format("x"), '<?xml version="1.0" encoding="big5"?>').encode("utf-16-le"),
+        _redeclared('<?xml version="1.0" encoding="rot13"?>').encode("utf-16-le"),
+        _redeclared('<?xml version="1.0" encoding="big5"?>').encode("utf-16-le"),
     ],
 )
 def test_what_only_libxml2_refuses_or_reads_is_left_to_it(data: bytes) -> None:

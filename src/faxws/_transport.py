@@ -292,6 +292,16 @@ class _TLSPool(urllib3.HTTPSConnectionPool):
 _POOLS = {"http": _Pool, "https": _TLSPool}
 
 
+def _key_of(proxies: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``proxies`` as part of a lookup key: the same settings, the same key."""
+    return tuple(sorted(proxies.items())) if proxies else ()
+
+
+def _dict_of(proxies: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``proxies`` as requests' adapter takes them."""
+    return None if proxies is None else dict(proxies)
+
+
 class _Adapter(requests.adapters.HTTPAdapter):
     """requests' adapter, with what it works out afresh for every request kept instead: a
     transport posts to one URL with fixed settings, so the pool and the request target are
@@ -319,16 +329,13 @@ class _Adapter(requests.adapters.HTTPAdapter):
         proxies: Mapping[str, str] | None = None,
         cert: Any = None,
     ) -> urllib3.HTTPConnectionPool:
-        key = (request.url, verify, cert, tuple(sorted(proxies.items())) if proxies else ())
+        key = (request.url, verify, cert, _key_of(proxies))
         pool = self._pools.get(key)
         if pool is None or pool.pool is None:  # first use, or closed (by close()) since
             pool = self._pools[key] = cast(
                 urllib3.HTTPConnectionPool,
                 super().get_connection_with_tls_context(
-                    request,
-                    verify,
-                    proxies=None if proxies is None else dict(proxies),
-                    cert=cert,
+                    request, verify, proxies=_dict_of(proxies), cert=cert
                 ),
             )
         return pool
@@ -336,12 +343,10 @@ class _Adapter(requests.adapters.HTTPAdapter):
     def request_url(
         self, request: requests.PreparedRequest, proxies: Mapping[str, str] | None
     ) -> str:
-        key = (request.url, tuple(sorted(proxies.items())) if proxies else ())
+        key = (request.url, _key_of(proxies))
         target = self._targets.get(key)
         if target is None:
-            target = self._targets[key] = super().request_url(
-                request, None if proxies is None else dict(proxies)
-            )
+            target = self._targets[key] = super().request_url(request, _dict_of(proxies))
         return target
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:

@@ -294,9 +294,7 @@ class _OperationProxy(zeep.proxy.OperationProxy):
 
 def _given_request_id(client: Any) -> str | None:
     """The x-ch-request-id the caller set in the client's settings, if any."""
-    extra = client.settings.extra_http_headers or {}
-    found: str | None = next((v for k, v in extra.items() if k.lower() == _REQUEST_ID), None)
-    return found
+    return _given(client.settings.extra_http_headers or {})
 
 
 class _ServiceProxy(zeep.proxy.ServiceProxy):
@@ -322,9 +320,14 @@ class _Client(zeep.Client):
         return _ServiceProxy(self, proxy._binding, **proxy._binding_options)
 
 
+def _given(headers: Mapping[str, str]) -> str | None:
+    """The x-ch-request-id among ``headers`` (any case), if there is one."""
+    return next((v for k, v in headers.items() if k.lower() == _REQUEST_ID), None)
+
+
 def _request_id(headers: Mapping[str, str]) -> str:
     """The caller's x-ch-request-id (checked), or a fresh UUID4."""
-    given = next((v for k, v in headers.items() if k.lower() == _REQUEST_ID), None)
+    given = _given(headers)
     return new_request_id() if given is None else check_request_id(given)
 
 
