@@ -1,0 +1,147 @@
+"""A plain TCP socket that reads and writes first and waits only when it must.
+
+A socket with a Python time-out (``settimeout``) polls before every read and write, and every
+``settimeout`` is an ``ioctl``; each of those system calls lets go of the GIL, a chance for a
+waiting thread to take it and for this one to wait to get it back. urllib3 sets the connect
+time-out before each request and the read time-out before each answer, so a call made four
+such system calls besides its write and its read.
+
+:class:`EagerSocket` keeps Python's meaning of a time-out with neither: its descriptor stays
+non-blocking, ``settimeout`` only records the limit, and a read or write is tried at once;
+only when it would block (no room to write, nothing yet to read) does it poll, for what is
+left of the time-out, and try again, and when the time-out passes it raises
+``TimeoutError("timed out")`` as Python's own does. A write takes what fits and returns; an
+interrupted poll goes on for the time left (PEP 475), so signals cannot stretch a time-out.
+
+For plain TCP only: the ssl module keeps the time-out of the socket it wraps itself (and
+reads before it polls already). Where ``select.poll`` is missing (Windows), sockets keep
+Python's time-outs.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import select
+import socket
+import time
+from typing import Any
+
+__all__ = ["EAGER_SOCKETS", "EagerSocket"]
+
+EAGER_SOCKETS = hasattr(select, "poll")
+
+_READABLE = getattr(select, "POLLIN", 1)
+_WRITABLE = getattr(select, "POLLOUT", 4)
+
+
+class EagerSocket(socket.socket):
+    """A connected plain TCP socket whose reads and writes poll only when they would block.
+
+    ``settimeout`` and ``gettimeout`` keep their meaning and make no system call; ``recv``,
+    ``recv_into``, ``send`` and ``sendall`` (the calls HTTP makes) each wait at most the
+    time-out, as Python's do (``sendall`` for all of its data), then raise
+    ``TimeoutError("timed out")``. A time-out of 0 is non-blocking: ``BlockingIOError`` at
+    once. None waits as long as it takes."""
+
+    __slots__ = ("_limit",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        super().settimeout(0.0)  # non-blocking, whatever the descriptor was
+        self._limit: float | None = None
+
+    @classmethod
+    def taking_over(cls, sock: socket.socket) -> EagerSocket:
+        """The socket of ``sock``'s descriptor, with its time-out (``sock`` is detached)."""
+        timeout = sock.gettimeout()
+        fd = sock.detach()
+        try:
+            new = cls(sock.family, sock.type, sock.proto, fileno=fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        new.settimeout(timeout)
+        return new
+
+    def settimeout(self, value: float | None) -> None:
+        if value is not None:
+            # As Python takes them: a float, or an integer (TypeError for anything else).
+            value = value if isinstance(value, float) else float(operator.index(value))
+            if not value >= 0:  # NaN too, as Python refuses it
+                raise ValueError("Timeout value out of range")
+            if value * 1e9 >= 2**63:  # as Python: its clock counts nanoseconds in 64 bits
+                raise OverflowError("timestamp too large to convert to C _PyTime_t")
+        self._limit = value
+
+    def gettimeout(self) -> float | None:
+        return self._limit
+
+    def setblocking(self, flag: bool) -> None:
+        self.settimeout(None if flag else 0.0)
+
+    def getblocking(self) -> bool:
+        return self._limit != 0
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        deadline = None
+        while True:
+            try:
+                return super().recv(bufsize, flags)
+            except BlockingIOError:
+                if self._limit == 0:
+                    raise
+                deadline = self._wait(_READABLE, deadline)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        deadline = None
+        while True:
+            try:
+                return super().recv_into(buffer, nbytes, flags)
+            except BlockingIOError:
+                if self._limit == 0:
+                    raise
+                deadline = self._wait(_READABLE, deadline)
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        deadline = None
+        while True:
+            try:
+                return super().send(data, flags)
+            except BlockingIOError:
+                if self._limit == 0:
+                    raise
+                deadline = self._wait(_WRITABLE, deadline)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        # As Python's: the time-out bounds the whole of it, from the start.
+        limit = self._limit
+        deadline = None if not limit else time.monotonic() + limit
+        view = memoryview(data).cast("B")
+        while view:
+            try:
+                view = view[super().send(view, flags) :]
+            except BlockingIOError:
+                if self._limit == 0:
+                    raise
+                deadline = self._wait(_WRITABLE, deadline)
+
+    def _wait(self, events: int, deadline: float | None) -> float | None:
+        """Poll until the socket is ready for ``events`` (or has an error or a hang-up to
+        report), within ``deadline`` (None: from now, the time-out); that deadline, for the
+        next wait of the same call. TimeoutError once it has passed."""
+        limit = self._limit
+        if deadline is None and limit is not None:
+            deadline = time.monotonic() + limit
+        poller = select.poll()
+        poller.register(self, events)
+        while True:
+            wait = None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("timed out")
+                wait = math.ceil(left * 1000)
+            if poller.poll(wait):
+                return deadline

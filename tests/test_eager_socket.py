@@ -1,0 +1,323 @@
+"""Eager sockets (faxws._eager_socket) keep Python's time-outs, over real TCP.
+
+Each case runs twice on a connected loopback pair: once with a plain socket (Python's
+time-out: a poll before each read and write) and once with an ``EagerSocket``; both must give
+the same result or the same error. Then what an eager socket saves: no poll when a read or a
+write need not wait.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from faxws import _eager_socket
+from faxws._eager_socket import EAGER_SOCKETS, EagerSocket
+
+pytestmark = pytest.mark.skipif(not EAGER_SOCKETS, reason="needs select.poll")
+
+SHORT = 0.2  # seconds a case waits for nothing to arrive
+
+
+def _connected() -> tuple[socket.socket, socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        ours = socket.create_connection(listener.getsockname(), timeout=5)
+        peer, _ = listener.accept()
+    return ours, peer
+
+
+@pytest.fixture(params=["python", "eager"])
+def pair(request: pytest.FixtureRequest) -> Iterator[tuple[socket.socket, socket.socket]]:
+    """(ours, the peer): ours connected over loopback TCP, of the kind under test."""
+    ours, peer = _connected()
+    if request.param == "eager":
+        ours = EagerSocket.taking_over(ours)
+    try:
+        yield ours, peer
+    finally:
+        ours.close()
+        peer.close()
+
+
+def _waited(action: Callable[[], Any]) -> tuple[float, BaseException | None]:
+    started = time.monotonic()
+    try:
+        action()
+    except Exception as exc:
+        return time.monotonic() - started, exc
+    return time.monotonic() - started, None
+
+
+def _small_buffers(ours: socket.socket) -> None:
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+
+
+@pytest.mark.parametrize("method", ["recv", "recv_into"])
+def test_a_read_with_nothing_to_read_times_out(
+    pair: tuple[socket.socket, socket.socket], method: str
+) -> None:
+    ours, _ = pair
+    ours.settimeout(SHORT)
+    read = getattr(ours, method)
+    waited, exc = _waited(lambda: read(10) if method == "recv" else read(bytearray(10)))
+    assert type(exc) is TimeoutError
+    assert str(exc) == "timed out"
+    assert SHORT * 0.9 <= waited < 5
+
+
+def test_a_buffered_file_reading_past_a_time_out_fails_as_pythons(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, _ = pair
+    ours.settimeout(SHORT)
+    reader = ours.makefile("rb")
+    with pytest.raises(TimeoutError, match=r"^timed out$"):
+        reader.read(1)
+    # socket.SocketIO remembers the time-out and refuses to read on.
+    with pytest.raises(OSError, match="cannot read from timed out object"):
+        reader.read(1)
+    reader.close()
+
+
+def test_a_read_gives_what_arrived_and_then_the_end(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, peer = pair
+    ours.settimeout(5)
+    peer.sendall(b"hello")
+    assert ours.recv(5) == b"hello"
+    peer.shutdown(socket.SHUT_WR)
+    assert ours.recv(5) == b""
+
+
+def test_a_read_waits_for_what_comes_later(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, peer = pair
+    ours.settimeout(30)
+    sender = threading.Thread(target=peer.sendall, args=(b"later",))
+    sender.start()
+    try:
+        assert ours.recv(5) == b"later"
+    finally:
+        sender.join()
+
+
+def test_a_reset_is_the_same_error(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, peer = pair
+    ours.settimeout(5)
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+    peer.close()
+    with pytest.raises(ConnectionResetError):
+        ours.recv(1)
+
+
+def test_a_write_the_peer_does_not_read_takes_what_fits_then_times_out_once(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, _ = pair
+    _small_buffers(ours)
+    ours.settimeout(SHORT)
+    written = ours.send(b"x" * (1 << 20))  # returns what fitted, without waiting
+    assert 0 < written < 1 << 20
+    while True:  # until the buffers are full: then one wait of the time-out
+        waited, exc = _waited(lambda: ours.send(b"x" * 65536))
+        if exc is not None:
+            break
+    assert type(exc) is TimeoutError
+    assert str(exc) == "timed out"
+    assert SHORT * 0.9 <= waited < 5
+
+
+def test_sendall_to_a_peer_that_does_not_read_times_out(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, _ = pair
+    ours.settimeout(SHORT)
+    waited, exc = _waited(lambda: ours.sendall(b"\0" * (32 << 20)))
+    assert type(exc) is TimeoutError
+    assert str(exc) == "timed out"
+    assert SHORT * 0.9 <= waited < 5
+
+
+def test_sendall_sends_everything_to_a_peer_that_reads(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, peer = pair
+    _small_buffers(ours)
+    ours.settimeout(30)
+    data = bytes(range(256)) * 4096  # 1 MiB, far more than fits at once
+    received = bytearray()
+
+    def read_all() -> None:
+        while len(received) < len(data):
+            chunk = peer.recv(65536)
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    try:
+        ours.sendall(memoryview(data))
+    finally:
+        reader.join()
+    assert bytes(received) == data
+
+
+def test_a_new_time_out_holds_for_the_next_read(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, peer = pair
+    ours.settimeout(30)
+    peer.sendall(b"a")
+    assert ours.recv(1) == b"a"
+    ours.settimeout(SHORT)
+    waited, exc = _waited(lambda: ours.recv(1))
+    assert type(exc) is TimeoutError
+    assert waited < 5
+
+
+def test_zero_is_non_blocking_and_none_blocks(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, peer = pair
+    ours.settimeout(0)
+    assert ours.gettimeout() == 0.0
+    assert ours.getblocking() is False
+    with pytest.raises(BlockingIOError):
+        ours.recv(1)
+    ours.settimeout(None)
+    assert ours.gettimeout() is None
+    assert ours.getblocking() is True
+    peer.sendall(b"b")
+    assert ours.recv(1) == b"b"
+    ours.setblocking(False)
+    assert ours.gettimeout() == 0.0
+    with pytest.raises(BlockingIOError):
+        ours.recv(1)
+    ours.setblocking(True)
+    assert ours.gettimeout() is None
+    ours.settimeout(SHORT)  # and back to a time-out
+    assert type(_waited(lambda: ours.recv(1))[1]) is TimeoutError
+
+
+def test_non_blocking_sendall_raises_when_the_buffers_are_full(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, _ = pair
+    _small_buffers(ours)
+    ours.settimeout(0)
+    with pytest.raises(BlockingIOError):
+        ours.sendall(b"\0" * (32 << 20))
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (-1, ValueError),
+        (-0.5, ValueError),
+        (float("nan"), ValueError),
+        (float("inf"), OverflowError),
+        (1e10, OverflowError),
+        ("1", TypeError),
+        (object(), TypeError),
+    ],
+)
+def test_bad_time_outs_are_refused_as_python_refuses_them(
+    pair: tuple[socket.socket, socket.socket], value: Any, error: type[Exception]
+) -> None:
+    ours, _ = pair
+    ours.settimeout(3)
+    with pytest.raises(error):
+        ours.settimeout(value)
+    assert ours.gettimeout() == 3.0
+
+
+@pytest.mark.parametrize("value", [5, 2.5, None, 0.0, True])
+def test_the_time_out_reads_back_as_set(
+    pair: tuple[socket.socket, socket.socket], value: float | None
+) -> None:
+    ours, _ = pair
+    ours.settimeout(value)
+    assert ours.gettimeout() == value
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+def test_signals_every_few_milliseconds_do_not_stretch_a_time_out(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    """An interrupted wait goes on for the time left, not the whole time-out again."""
+    ours, _ = pair
+    ours.settimeout(SHORT)
+    ticks = 0
+
+    def tick(*_: object) -> None:
+        nonlocal ticks
+        ticks += 1
+
+    previous = signal.signal(signal.SIGALRM, tick)
+    signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+    try:
+        waited, exc = _waited(lambda: ours.recv(1))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert type(exc) is TimeoutError
+    assert waited < 5
+    assert ticks > 1
+
+
+# -- what an eager socket saves ----------------------------------------------------------------
+
+
+@pytest.fixture
+def polls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each wait an eager socket makes (the events it polls for)."""
+    made: list[int] = []
+    real = select.poll
+
+    class Poll:
+        def __init__(self) -> None:
+            self._poll = real()
+
+        def register(self, fd: Any, events: int) -> None:
+            made.append(events)
+            self._poll.register(fd, events)
+
+        def poll(self, timeout: float | None = None) -> list[tuple[int, int]]:
+            return self._poll.poll(timeout)
+
+    monkeypatch.setattr(_eager_socket.select, "poll", Poll)
+    return made
+
+
+def test_no_poll_when_a_read_or_a_write_need_not_wait(polls: list[int]) -> None:
+    plain, peer = _connected()
+    with EagerSocket.taking_over(plain) as ours, peer:
+        assert socket.socket.gettimeout(ours) == 0.0  # Python itself polls for nothing
+        ours.settimeout(10)
+        ours.sendall(b"request")
+        ours.settimeout(60)
+        assert peer.recv(7) == b"request"
+        peer.sendall(b"answer")
+        assert select.select([ours], [], [], 30)[0] == [ours]  # arrived: nothing to wait for
+        assert ours.recv(6) == b"answer"
+        assert polls == []
+        ours.settimeout(SHORT)
+        with pytest.raises(TimeoutError):
+            ours.recv(1)  # nothing to read: then it polls
+        assert polls == [select.POLLIN]
+
+
+def test_taking_over_keeps_the_descriptor_and_the_time_out() -> None:
+    plain, peer = _connected()
+    plain.settimeout(7)
+    fd = plain.fileno()
+    with EagerSocket.taking_over(plain) as ours, peer:
+        assert ours.fileno() == fd
+        assert plain.fileno() == -1  # detached: closing it cannot close ours
+        assert ours.gettimeout() == 7.0
+        ours.sendall(b"ping")
+        assert peer.recv(4) == b"ping"
