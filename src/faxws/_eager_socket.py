@@ -26,6 +26,7 @@ import os
 import select
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["EAGER_SOCKETS", "EagerSocket"]
@@ -34,16 +35,17 @@ EAGER_SOCKETS = hasattr(select, "poll")
 
 _READABLE = getattr(select, "POLLIN", 1)
 _WRITABLE = getattr(select, "POLLOUT", 4)
+_LONGEST_POLL = 2**31 - 1  # milliseconds poll() takes at most
 
 
 class EagerSocket(socket.socket):
     """A connected plain TCP socket whose reads and writes poll only when they would block.
 
-    ``settimeout`` and ``gettimeout`` keep their meaning and make no system call; ``recv``,
-    ``recv_into``, ``send`` and ``sendall`` (the calls HTTP makes) each wait at most the
-    time-out, as Python's do (``sendall`` for all of its data), then raise
-    ``TimeoutError("timed out")``. A time-out of 0 is non-blocking: ``BlockingIOError`` at
-    once. None waits as long as it takes."""
+    ``settimeout`` and ``gettimeout`` keep their meaning and make no system call; each call
+    that reads or writes waits at most the time-out, as Python's do (``sendall`` for all of its
+    data), then raises ``TimeoutError("timed out")``. A time-out of 0 is non-blocking:
+    ``BlockingIOError`` at once. None waits as long as it takes. (``socket.dup`` gives
+    another such socket; a descriptor copied with ``os.dup`` shares the non-blocking mode.)"""
 
     __slots__ = ("_limit",)
 
@@ -84,15 +86,9 @@ class EagerSocket(socket.socket):
     def getblocking(self) -> bool:
         return self._limit != 0
 
-    def recv(self, bufsize: int, flags: int = 0) -> bytes:
-        deadline = None
-        while True:
-            try:
-                return super().recv(bufsize, flags)
-            except BlockingIOError:
-                if self._limit == 0:
-                    raise
-                deadline = self._wait(_READABLE, deadline)
+    # recv_into and send are what a call makes (http.client reads through recv_into): written
+    # out, one frame fewer each. The waits come after the except clauses, so that what a wait
+    # raises (the time-out, a signal handler's exception) is not chained to BlockingIOError.
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
         deadline = None
@@ -102,7 +98,7 @@ class EagerSocket(socket.socket):
             except BlockingIOError:
                 if self._limit == 0:
                     raise
-                deadline = self._wait(_READABLE, deadline)
+            deadline = self._wait(_READABLE, deadline)
 
     def send(self, data: Any, flags: int = 0) -> int:
         deadline = None
@@ -112,20 +108,59 @@ class EagerSocket(socket.socket):
             except BlockingIOError:
                 if self._limit == 0:
                     raise
-                deadline = self._wait(_WRITABLE, deadline)
+            deadline = self._wait(_WRITABLE, deadline)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         # As Python's: the time-out bounds the whole of it, from the start.
         limit = self._limit
         deadline = None if not limit else time.monotonic() + limit
-        view = memoryview(data).cast("B")
-        while view:
+        with memoryview(data) as whole:
+            if not whole.c_contiguous:
+                raise BufferError("memoryview: underlying buffer is not C-contiguous")
+            with whole.cast("B") as view:  # released however this ends: the caller's again
+                sent, size = 0, len(view)
+                while sent < size:
+                    try:
+                        sent += super().send(view[sent:], flags)
+                        continue
+                    except BlockingIOError:
+                        if limit == 0:
+                            raise
+                    deadline = self._wait(_WRITABLE, deadline)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        return self._io(super().recv, _READABLE, bufsize, flags)  # type: ignore[no-any-return]
+
+    def recvfrom(self, bufsize: int, flags: int = 0) -> Any:
+        return self._io(super().recvfrom, _READABLE, bufsize, flags)
+
+    def recvfrom_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> Any:
+        return self._io(super().recvfrom_into, _READABLE, buffer, nbytes, flags)
+
+    def sendto(self, *args: Any) -> int:
+        return self._io(super().sendto, _WRITABLE, *args)  # type: ignore[no-any-return]
+
+    if hasattr(socket.socket, "recvmsg"):
+
+        def recvmsg(self, *args: Any) -> Any:
+            return self._io(super().recvmsg, _READABLE, *args)
+
+        def recvmsg_into(self, *args: Any) -> Any:
+            return self._io(super().recvmsg_into, _READABLE, *args)
+
+        def sendmsg(self, *args: Any) -> int:
+            return self._io(super().sendmsg, _WRITABLE, *args)  # type: ignore[no-any-return]
+
+    def _io(self, call: Callable[..., Any], events: int, *args: Any) -> Any:
+        """``call(*args)``, waiting for ``events`` whenever it would block."""
+        deadline = None
+        while True:
             try:
-                view = view[super().send(view, flags) :]
+                return call(*args)
             except BlockingIOError:
                 if self._limit == 0:
                     raise
-                deadline = self._wait(_WRITABLE, deadline)
+            deadline = self._wait(events, deadline)
 
     def _wait(self, events: int, deadline: float | None) -> float | None:
         """Poll until the socket is ready for ``events`` (or has an error or a hang-up to
@@ -142,6 +177,6 @@ class EagerSocket(socket.socket):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError("timed out")
-                wait = math.ceil(left * 1000)
+                wait = min(math.ceil(left * 1000), _LONGEST_POLL)  # then polls again
             if poller.poll(wait):
                 return deadline
