@@ -109,6 +109,13 @@ BAD = [
         f"nested deeper than {MAX_DEPTH}",
     ),
     (
+        # The shortest body nested too deep: a whole parse counts its "<" (a shorter body
+        # could not be this deep, and is not counted).
+        "too deep, shortest",
+        b"<a>" * MAX_DEPTH + b"<a/>" + b"</a>" * MAX_DEPTH,
+        f"nested deeper than {MAX_DEPTH}",
+    ),
+    (
         "too many elements",
         b"<a>" + b"<b/>" * MAX_ELEMENTS + b"</a>",
         f"more than {MAX_ELEMENTS} elements",
@@ -149,6 +156,20 @@ def test_whole_bodies_are_refused_with_the_same_reason(body: bytes, reason: str)
     assert reader.root is None
     assert reader.refusal is not None
     assert reason in reader.refusal.message
+
+
+@pytest.mark.parametrize("chunk", WAYS)
+def test_depth_is_bounded_in_the_shortest_bodies_too(chunk: int | None) -> None:
+    # 7 bytes for each element around the innermost, 4 for it: the fewest a body nested
+    # deeper than the bound can have, which a whole parse must still look into.
+    deepest = b"<a>" * MAX_DEPTH + b"<a/>" + b"</a>" * MAX_DEPTH
+    assert len(deepest) == 7 * MAX_DEPTH + 4
+    reader, _ = read(deepest, chunk)
+    assert reader.refusal is not None
+    assert f"nested deeper than {MAX_DEPTH}" in reader.refusal.message
+    allowed = b"<a>" * (MAX_DEPTH - 1) + b"<a/>" + b"</a>" * (MAX_DEPTH - 1)
+    reader, _ = read(allowed, chunk)
+    assert reader.refusal is None
 
 
 class FullDisk(Sink):

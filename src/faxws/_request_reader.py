@@ -59,6 +59,7 @@ _ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
 _HEADER = f"{{{SOAP11_NS}}}Header"
 _PARTS = frozenset({ENVELOPE, _HEADER, BODY})
 _CONTRACT_DECLARATION = b'<?xml version="1.0" encoding="utf-8"?>'
+_CONTRACT_PREFIXES = frozenset({"soap"})  # of the envelope's own elements
 # Each operation's payload element by its full tag.
 _OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
 _PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
@@ -305,25 +306,26 @@ class Envelope:
                 first = False
                 if tag == _HEADER:
                     header = child
+        payload_tag = None
         if body is not None:
             for element in body:
-                if isinstance(element.tag, str):
+                tag = element.tag
+                if isinstance(tag, str):
                     count += 1
                     if payload is None:
-                        payload = element
+                        payload, payload_tag = element, tag
         # The payload's elements, kept while the request is served (their Python objects
         # are made once, not again by each reader), and the first with a prefix.
         self.elements: list[etree._Element] = []
         self.prefixed: etree._Element | None = None
-        self.payload_tag: str | None = None  # asked for once: lxml spells it out each time
+        self.payload_tag: str | None = payload_tag  # kept: lxml spells it out each time
         if payload is not None:
-            self.payload_tag = str(payload.tag)
             self.elements = list(payload.iter())
-            if {element.prefix for element in self.elements} != {None}:  # else none has one
-                for element in self.elements:
-                    if element.prefix is not None and isinstance(element.tag, str):
-                        self.prefixed = element
-                        break
+            for element in self.elements:
+                # The prefix first: it is None for nearly every element, and cheap to ask.
+                if element.prefix is not None and isinstance(element.tag, str):
+                    self.prefixed = element
+                    break
         self.prefixes = prefixes
         self.header: etree._Element | None = header
         self.body: etree._Element | None = body
@@ -434,8 +436,10 @@ class RequestReader:
     def parse(self, body: bytes) -> None:
         """A whole body: one parse by the hardened parser, with the same refusals."""
         self.prolog = body[:_PROLOG]
-        # As _safexml.dtd_offset finds them (no "<!" at all: one look, not two).
-        if b"<!" in body and (b"<!DOCTYPE" in body or b"<!ENTITY" in body):
+        # As _safexml.dtd_offset finds them; a body without "!" has neither (one quick
+        # look). bytes.find, not ``in``: ``in`` first tries its operand as an integer and
+        # builds and drops a TypeError before it searches.
+        if body.find(b"!") >= 0 and (b"<!DOCTYPE" in body or b"<!ENTITY" in body):
             self.refusal = Refusal("DTDs are not allowed")
             return
         parser = _safexml.parser()
@@ -456,7 +460,7 @@ class RequestReader:
                 problem if isinstance(problem, str) else f"malformed XML: {problem[1]}"
             )
             return
-        if utf8 and b"FileData" not in body:
+        if utf8 and body.find(b"FileData") < 0:
             self._found(root)  # no document to decode
             return
         try:
@@ -494,19 +498,31 @@ def _read_as_utf8(body: bytes) -> bool:
     zero (no byte order mark, not UTF-16 or UTF-32) and declares UTF-8 or no encoding.
     Then every ``<``, ``=`` and element name in the document is those very bytes in the
     body."""
+    if body.startswith(_CONTRACT_DECLARATION):  # the usual body: one look, not three
+        return True
     if not body.startswith(b"<") or body.startswith(b"<\0"):
         return False
-    if body.startswith(_CONTRACT_DECLARATION) or not body.startswith(b"<?xml"):
+    if not body.startswith(b"<?xml"):
         return True
     match = _DECLARATION.match(body)
     return match is None or match.group(1).lower().replace(b"_", b"-") in (b"utf-8", b"utf8")
 
 
+#: The fewest bytes of a well-formed document nested deeper than MAX_DEPTH: each of the
+#: MAX_DEPTH elements around the innermost takes at least ``<a>`` and ``</a>`` (7 bytes),
+#: the innermost at least ``<a/>`` (4). A shorter body has fewer elements than MAX_ELEMENTS
+#: too (each takes at least 4 bytes).
+_DEEPER = 7 * MAX_DEPTH + 4
+
+
 def _too_small_to_exceed_bounds(body: bytes) -> bool:
     """For a body read as UTF-8: each element starts with a ``<`` and each attribute has an
     ``=``, so a body with no more ``<`` than the smallest bound on elements (the depth) and
-    no more ``=`` than there may be attributes on one element cannot exceed a bound."""
-    return body.count(b"<") <= MAX_DEPTH and body.count(b"=") <= MAX_ATTRIBUTES
+    no more ``=`` than there may be attributes on one element cannot exceed a bound. A body
+    shorter than :data:`_DEEPER` needs no ``<`` count (a pass over it saved)."""
+    if body.count(b"=") > MAX_ATTRIBUTES:
+        return False
+    return len(body) < _DEEPER or body.count(b"<") <= MAX_DEPTH
 
 
 def _beyond_bounds(root: etree._Element) -> str | None:
@@ -565,7 +581,7 @@ def deviations(
                 )
     if parts is None:
         return tuple(found)
-    if parts.prefixes != {"soap"}:
+    if parts.prefixes != _CONTRACT_PREFIXES:
         shown = ", ".join(sorted("no prefix" if p is None else p for p in parts.prefixes))
         found.append(f"the envelope's elements have the prefix {shown}; the contract uses soap")
     header = parts.header

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import parse_qs
 
@@ -74,7 +75,12 @@ _MAX_LINE = 65536
 _MAX_HEADERS = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
 # Header lines joined by CRLF, each a token, a colon and a value without CR, LF or NUL.
-_HEADER_LINES = re.compile(rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?")
+# Matched against the bytes as read: the ISO-8859-1 text they decode to, one character each.
+# Possessive (*+): what one part takes, the next could never start with, so giving any back
+# cannot make a match; the engine then keeps no state to backtrack to.
+_HEADER_LINES = re.compile(
+    rf"(?:{_TOKEN.pattern}:[^\r\n\0]*+(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*+)*+)?".encode()
+)
 _SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 # Activity ids are made as request ids are (faxws._soap.new_request_id): unique, and with no
@@ -245,13 +251,16 @@ class Handler(BaseHTTPRequestHandler):
     def _read_headers(self) -> bool:
         """Read the header lines into :attr:`fields` and :attr:`pairs`; False once
         refused."""
-        block = self._header_block()
-        if block is not None and _HEADER_LINES.fullmatch(block) is not None:
+        block, valid = self._header_block() or (None, False)
+        if block is not None and valid:
             lines = block.split("\r\n") if block else []
             if len(lines) <= _MAX_HEADERS:
-                # Each line is ``token: value`` already: taken apart without a check each.
-                split = [line.partition(":") for line in lines]
-                taken = [(name, value.strip(" \t")) for name, _, value in split]
+                # Each line is ``token: value`` already: taken apart without a check each,
+                # in one pass.
+                taken = [
+                    (name, value.strip(" \t"))
+                    for name, _, value in map(str.partition, lines, repeat(":"))
+                ]
                 # The first of each name wins: later ones are written first.
                 self.fields = {name.lower(): value for name, value in reversed(taken)}
                 self.pairs = taken
@@ -274,21 +283,28 @@ class Handler(BaseHTTPRequestHandler):
         self.fields, self.pairs = fields, pairs
         return True
 
-    def _header_block(self) -> str | None:
+    def _header_block(self) -> tuple[str, bool] | None:
         """The header lines joined by CRLF, when all of them are already in the read buffer,
         each ending in CRLF (as a client writes them, sent at once): taken in one read
-        instead of a readline each. None otherwise, with nothing read."""
+        instead of a readline each; with whether every line is ``name: value`` (see
+        :data:`_HEADER_LINES`). None otherwise, with nothing read."""
         peek = self._peek or getattr(self.rfile, "peek", None)
         if peek is None:
             return None
         buffered: bytes = peek()
         if buffered.startswith(b"\r\n"):
             self.rfile.read(2)
-            return ""
+            return "", True
         end = buffered.find(b"\r\n\r\n")
-        if end < 0 or buffered.count(b"\n", 0, end) != buffered.count(b"\r\n", 0, end):
+        if end < 0:
             return None
-        return self.rfile.read(end + 4)[:end].decode("iso-8859-1")
+        raw = buffered[:end]
+        # Lines that match have no CR or LF of their own: the usual block needs no count.
+        valid = _HEADER_LINES.fullmatch(raw) is not None
+        if not valid and raw.count(b"\n") != raw.count(b"\r\n"):
+            return None  # a line ends in a bare LF: read line by line
+        self.rfile.read(end + 4)
+        return raw.decode("iso-8859-1"), valid
 
     def _header_lines(self) -> list[str]:
         """The header lines read one by one (at most one more than allowed)."""

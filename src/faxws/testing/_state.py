@@ -386,7 +386,8 @@ class State:
             return self.by_job_id.get(job_id)
 
     def known_job(self, user_id: str, job_id: str) -> bool:
-        job = self.job(job_id)
+        with self.lock:  # as job() finds it, without a second call on every report
+            job = self.by_job_id.get(job_id)
         return job is not None and job.user_id == user_id
 
 
