@@ -223,16 +223,8 @@ class Validator:
 
     def is_valid(self, payload: etree._Element) -> bool:
         """Whether ``payload`` (and what it holds) is valid against the schema: as
-        :meth:`schema_issues` finding none, without building the list. A compiled copy
-        is taken as :meth:`_validate` takes one; only whether libxml2 found an error is kept."""
-        try:
-            schema = self._idle.pop()
-        except IndexError:
-            schema = etree.XMLSchema(self._doc)
-        try:
-            return schema.validate(payload)
-        finally:
-            self._idle.append(schema)
+        :meth:`schema_issues` finding none, without building the list."""
+        return not self._validate(payload)
 
     def _validate(self, payload: etree._Element) -> list[etree._LogEntry]:
         """libxml2's errors for ``payload``, in the order it found them (none when valid).
