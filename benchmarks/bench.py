@@ -747,7 +747,8 @@ def main() -> int:
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.machine()}; "
-        f"ratios are medians of per-round ratios ({rounds} rounds, start-up {boot_rounds})"
+        f"ratios are medians of per-round ratios ({rounds} rounds, start-up {boot_rounds}, "
+        f"threads {threads_figures['rounds']}, simulator {simulator['throughput']['rounds']})"
     )
     print(table(rows))
     print(f"({time.perf_counter() - started:.1f} s)")

@@ -36,6 +36,9 @@ EAGER_SOCKETS = hasattr(select, "poll")
 _READABLE = getattr(select, "POLLIN", 1)
 _WRITABLE = getattr(select, "POLLOUT", 4)
 _LONGEST_POLL = 2**31 - 1  # milliseconds poll() takes at most
+# The base class's calls, looked up once: no super() on every read and write.
+_recv_into = socket.socket.recv_into
+_send = socket.socket.send
 
 
 class EagerSocket(socket.socket):
@@ -94,7 +97,7 @@ class EagerSocket(socket.socket):
         deadline = None
         while True:
             try:
-                return super().recv_into(buffer, nbytes, flags)
+                return _recv_into(self, buffer, nbytes, flags)
             except BlockingIOError:
                 if self._limit == 0:
                     raise
@@ -104,7 +107,7 @@ class EagerSocket(socket.socket):
         deadline = None
         while True:
             try:
-                return super().send(data, flags)
+                return _send(self, data, flags)
             except BlockingIOError:
                 if self._limit == 0:
                     raise
@@ -121,7 +124,7 @@ class EagerSocket(socket.socket):
                 sent, size = 0, len(view)
                 while sent < size:
                     try:
-                        sent += super().send(view[sent:], flags)
+                        sent += _send(self, view[sent:], flags)
                         continue
                     except BlockingIOError:
                         if limit == 0:
