@@ -8,6 +8,8 @@ write need not wait.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import select
 import signal
 import socket
@@ -412,3 +414,39 @@ def test_taking_over_keeps_the_descriptor_and_the_time_out() -> None:
         assert ours.gettimeout() == 7.0
         ours.sendall(b"ping")
         assert peer.recv(4) == b"ping"
+
+
+def test_a_socket_closed_before_its_wait_is_a_bad_descriptor(polls: list[int]) -> None:
+    """Closed by another thread between a read that found nothing and the wait: the error
+    Python's own socket gives, not a ValueError about the descriptor."""
+    plain, peer = _connected()
+    ours = EagerSocket.taking_over(plain)
+    ours.settimeout(5)
+    real_wait = EagerSocket._wait
+
+    def closed_first(self: EagerSocket, events: int, deadline: float | None) -> float | None:
+        self.close()  # as another thread would, just then
+        return real_wait(self, events, deadline)
+
+    with peer, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(EagerSocket, "_wait", closed_first)
+        with pytest.raises(OSError, match="Bad file descriptor") as info:
+            ours.recv(1)
+    assert info.value.errno == errno.EBADF
+    assert polls == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", bytearray(), memoryview(b""), ((ctypes.c_int * 0) * 2)()],
+    ids=["bytes", "array", "view", "empty two-dimensional"],
+)
+def test_sendall_of_nothing_still_reports_a_closed_connection(
+    pair: tuple[socket.socket, socket.socket], data: Any
+) -> None:
+    ours, _ = pair
+    ours.settimeout(5)
+    ours.sendall(data)  # nothing to send: fine while open
+    ours.shutdown(socket.SHUT_WR)
+    with pytest.raises(BrokenPipeError):
+        ours.sendall(data)

@@ -20,6 +20,7 @@ Python's time-outs.
 
 from __future__ import annotations
 
+import errno
 import math
 import operator
 import os
@@ -48,7 +49,8 @@ class EagerSocket(socket.socket):
     that reads or writes waits at most the time-out, as Python's do (``sendall`` for all of its
     data), then raises ``TimeoutError("timed out")``. A time-out of 0 is non-blocking:
     ``BlockingIOError`` at once. None waits as long as it takes. (``socket.dup`` gives
-    another such socket; a descriptor copied with ``os.dup`` shares the non-blocking mode.)"""
+    another such socket; a descriptor copied with ``os.dup`` shares the non-blocking mode.
+    It is made from a connected socket: ``connect`` and ``accept`` are not for it.)"""
 
     __slots__ = ("_limit",)
 
@@ -120,6 +122,10 @@ class EagerSocket(socket.socket):
         with memoryview(data) as whole:
             if not whole.c_contiguous:
                 raise BufferError("memoryview: underlying buffer is not C-contiguous")
+            if not whole.nbytes:
+                # As Python's: one write even of nothing, which reports a closed socket.
+                self.send(b"", flags)
+                return
             with whole.cast("B") as view:  # released however this ends: the caller's again
                 sent, size = 0, len(view)
                 while sent < size:
@@ -172,8 +178,11 @@ class EagerSocket(socket.socket):
         limit = self._limit
         if deadline is None and limit is not None:
             deadline = time.monotonic() + limit
+        fd = self.fileno()
+        if fd < 0:  # closed by another thread since the call began: as Python reports it
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
         poller = select.poll()
-        poller.register(self, events)
+        poller.register(fd, events)
         while True:
             wait = None
             if deadline is not None:
