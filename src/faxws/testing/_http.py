@@ -76,10 +76,9 @@ _MAX_HEADERS = 100
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
 # Header lines joined by CRLF, each a token, a colon and a value without CR, LF or NUL.
 # Matched against the bytes as read: the ISO-8859-1 text they decode to, one character each.
-# Possessive (*+): what one part takes, the next could never start with, so giving any back
-# cannot make a match; the engine then keeps no state to backtrack to.
+# What one part takes, the next could never start with, so the match never backtracks far.
 _HEADER_LINES = re.compile(
-    rf"(?:{_TOKEN.pattern}:[^\r\n\0]*+(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*+)*+)?".encode()
+    rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?".encode()
 )
 _SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
