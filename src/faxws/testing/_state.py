@@ -386,8 +386,7 @@ class State:
             return self.by_job_id.get(job_id)
 
     def known_job(self, user_id: str, job_id: str) -> bool:
-        with self.lock:  # as job() finds it, without a second call on every report
-            job = self.by_job_id.get(job_id)
+        job = self.job(job_id)
         return job is not None and job.user_id == user_id
 
 
