@@ -70,6 +70,7 @@ def send(client: Any) -> object:
 
 
 ANSWER = reply(send_response(["J1"]))
+KEPT_ANSWER = ANSWER.replace(b"Connection: close\r\n", b"")  # keep-alive
 
 
 # -- after the first byte: maybe delivered, never sent again ----------------------------------
@@ -392,7 +393,7 @@ def test_a_pooled_connection_the_server_closed_is_replaced_not_failed(
 
     def script(conn: Conn) -> None:
         conn.read_request()
-        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive, then
+        conn.send(KEPT_ANSWER)  # kept alive, then
         idle.wait(WAIT)  # closed while the client holds it idle in its pool
 
     server = serve(script)
@@ -422,7 +423,7 @@ def test_the_time_limit_holds_on_a_reused_connection(
         # Half the time-out before the first answer: a timer kept from the first call
         # would fire half-way through the second call's time-out.
         conn.server.stopping.wait(0.5)  # the server's pace, not a synchronization
-        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive
+        conn.send(KEPT_ANSWER)
         conn.read_request()
         conn.server.stopping.wait(WAIT)  # then silence, until the test ends
 
@@ -644,14 +645,15 @@ def test_proxy_credentials_go_in_the_connect_request(
     assert b"user%40corp" not in target.requests[0].head  # the service never sees them
 
 
+def stop_reading(conn: Conn) -> None:
+    conn.read_head()
+    conn.server.headers_read.set()
+    conn.server.stopping.wait(WAIT)  # reads nothing more until the test ends
+
+
 def test_a_server_that_stops_reading_the_body_is_a_time_out(
     serve: Callable[..., ScriptedServer], ca_file: str, face: Face
 ) -> None:
-    def stop_reading(conn: Conn) -> None:
-        conn.read_head()
-        conn.server.headers_read.set()
-        conn.server.stopping.wait(WAIT)  # reads nothing more until the test ends
-
     server = serve(stop_reading, rcvbuf=64 << 10)
     client = client_for(server, ca_file, face, timeout=(5, 1))
     document = FaxFile(b"\0" * (32 << 20), 101)  # far more than the socket buffers hold
@@ -689,7 +691,7 @@ def _keep_alive_twice(conn: Conn) -> None:
     conn.handshake()
     for _ in range(2):
         conn.read_request()
-        conn.send(ANSWER.replace(b"Connection: close\r\n", b""))
+        conn.send(KEPT_ANSWER)
 
 
 @pytest.fixture
@@ -733,15 +735,9 @@ def test_plain_tcp_connections_are_eager_and_tls_ones_keep_pythons_time_out(
     assert sock.gettimeout() == 7.0
 
 
-def _stop_reading(conn: Conn) -> None:
-    conn.read_head()
-    conn.server.headers_read.set()
-    conn.server.stopping.wait(WAIT)  # reads nothing more until the test ends
-
-
 def _answer_then_silence(conn: Conn) -> None:
     conn.read_request()
-    conn.send(ANSWER.replace(b"Connection: close\r\n", b""))  # keep-alive
+    conn.send(KEPT_ANSWER)
     conn.read_request()
     conn.server.stopping.wait(WAIT)  # then silence, until the test ends
 
@@ -756,7 +752,7 @@ TIME_OUTS: dict[str, tuple[Callable[[Conn], None], int, int]] = {
     },
     # Far more than the socket buffers hold: the write waits out the connect time-out
     # (urllib3 writes within it), then the answer is looked for within the read time-out.
-    "a server that stops reading the body": (_stop_reading, 0, 32 << 20),
+    "a server that stops reading the body": (stop_reading, 0, 32 << 20),
     "silence on a reused connection": (_answer_then_silence, 1, 100),
 }
 

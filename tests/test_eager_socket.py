@@ -8,6 +8,7 @@ write need not wait.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import select
@@ -57,6 +58,37 @@ def _waited(action: Callable[[], Any]) -> tuple[float, BaseException | None]:
     return time.monotonic() - started, None
 
 
+def _timed_out_once(waited: float, exc: BaseException | None, limit: float = SHORT) -> None:
+    """``exc`` is Python's time-out, alone, after about ``limit`` seconds (not twice that)."""
+    assert type(exc) is TimeoutError
+    assert str(exc) == "timed out"
+    assert exc.__context__ is None  # nothing chained to what happened underneath
+    assert limit * 0.9 <= waited < 5
+
+
+@contextlib.contextmanager
+def _alarms(handler: Callable[..., None], delay: float, interval: float = 0) -> Iterator[None]:
+    """SIGALRM to ``handler`` after ``delay`` seconds (then every ``interval``), until the
+    block ends; the previous handler back then."""
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, delay, interval)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _read_what_comes(ours: socket.socket, peer: socket.socket, data: bytes) -> bytes:
+    """What ``ours`` reads while ``peer`` sends ``data`` from another thread."""
+    sender = threading.Thread(target=peer.sendall, args=(data,))
+    sender.start()
+    try:
+        return ours.recv(len(data))
+    finally:
+        sender.join()
+
+
 def _small_buffers(ours: socket.socket) -> None:
     ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
 
@@ -78,11 +110,7 @@ def test_a_read_with_nothing_to_read_times_out(
 ) -> None:
     ours, _ = pair
     ours.settimeout(SHORT)
-    waited, exc = _waited(lambda: READS[method](ours))
-    assert type(exc) is TimeoutError
-    assert str(exc) == "timed out"
-    assert exc.__context__ is None  # nothing chained to what happened underneath
-    assert SHORT * 0.9 <= waited < 5
+    _timed_out_once(*_waited(lambda: READS[method](ours)))
 
 
 WRITES: dict[str, Callable[[socket.socket, bytes], Any]] = {
@@ -104,10 +132,7 @@ def test_a_write_with_no_room_times_out(
         waited, exc = _waited(lambda: WRITES[method](ours, b"x" * 65536))
         if exc is not None:
             break
-    assert type(exc) is TimeoutError
-    assert str(exc) == "timed out"
-    assert exc.__context__ is None
-    assert SHORT * 0.9 <= waited < 5
+    _timed_out_once(waited, exc)
 
 
 def test_a_buffered_file_reading_past_a_time_out_fails_as_pythons(
@@ -138,12 +163,7 @@ def test_a_read_gives_what_arrived_and_then_the_end(
 def test_a_read_waits_for_what_comes_later(pair: tuple[socket.socket, socket.socket]) -> None:
     ours, peer = pair
     ours.settimeout(30)
-    sender = threading.Thread(target=peer.sendall, args=(b"later",))
-    sender.start()
-    try:
-        assert ours.recv(5) == b"later"
-    finally:
-        sender.join()
+    assert _read_what_comes(ours, peer, b"later") == b"later"
 
 
 def test_a_reset_is_the_same_error(pair: tuple[socket.socket, socket.socket]) -> None:
@@ -169,10 +189,7 @@ def test_sendall_to_a_peer_that_does_not_read_times_out(
 ) -> None:
     ours, _ = pair
     ours.settimeout(SHORT)
-    waited, exc = _waited(lambda: ours.sendall(b"\0" * (32 << 20)))
-    assert type(exc) is TimeoutError
-    assert str(exc) == "timed out"
-    assert SHORT * 0.9 <= waited < 5
+    _timed_out_once(*_waited(lambda: ours.sendall(b"\0" * (32 << 20))))
 
 
 def test_a_timed_out_sendall_leaves_the_callers_buffer_free(
@@ -201,12 +218,7 @@ def test_a_time_out_longer_than_poll_takes_waits(
 ) -> None:
     ours, peer = pair
     ours.settimeout(3e6)  # about 35 days: more milliseconds than poll() takes at once
-    sender = threading.Thread(target=peer.sendall, args=(b"x",))
-    sender.start()
-    try:
-        assert ours.recv(1) == b"x"
-    finally:
-        sender.join()
+    assert _read_what_comes(ours, peer, b"x") == b"x"
 
 
 def test_sendall_sends_everything_to_a_peer_that_reads(
@@ -324,13 +336,8 @@ def test_signals_every_few_milliseconds_do_not_stretch_a_time_out(
         if ticks == 400:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    previous = signal.signal(signal.SIGALRM, tick)
-    signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
-    try:
+    with _alarms(tick, 0.005, 0.005):
         waited, exc = _waited(lambda: ours.recv(1))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     assert type(exc) is TimeoutError
     assert ticks > 1
     assert waited < 1.5
@@ -350,13 +357,8 @@ def test_what_a_signal_handler_raises_during_a_wait_comes_out_alone(
     def interrupt(*_: object) -> None:
         raise _InterruptedError
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.05)
-    try:
+    with _alarms(interrupt, 0.05):
         waited, exc = _waited(lambda: ours.recv(1))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     assert type(exc) is _InterruptedError
     assert exc.__context__ is None
     assert waited < 10
