@@ -1,10 +1,12 @@
 """The ``faxws`` command line: send, report, serve, validate.
 
-Exit codes: 0 success, 1 service error or fault, 2 bad usage or bad input,
-3 authentication, 4 transport, 130 interrupted (Ctrl-C). Errors go to stderr in one line, with
+Exit codes: 0 success, 1 service error or fault, 2 bad usage or bad input, 3 authentication,
+4 transport, 5 the request reached the service (or may have) and then the command failed (its
+output could not be written), 130 interrupted (Ctrl-C). Errors go to stderr in one line, with
 the request id; with ``--json`` every outcome, usage errors included, is also one JSON object on
 stdout. Secrets (PIN, token, client secret) are never printed, also not with ``--verbose`` and
-not in usage errors.
+not in usage errors. Output cannot fail on encoding, and a stream that cannot be written (a
+closed pipe, a full disk) ends the run with one line, never a traceback.
 
 Only the standard library is imported at start, so ``faxws --help`` stays fast; each command
 imports what it needs.
@@ -13,10 +15,11 @@ imports what it needs.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TextIO
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, TextIO, cast
 
 if TYPE_CHECKING:
     from contextlib import ExitStack
@@ -24,6 +27,9 @@ if TYPE_CHECKING:
     from faxws.client import FaxClient
 
 EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
+#: The request reached the service, or may have, and then the command failed (its output could
+#: not be written): a script that sends again on other failures must not send this one again.
+EXIT_MAYBE_SENT = 5
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 ENV = {
@@ -75,6 +81,9 @@ exit codes:
   2    bad usage or bad input (nothing was sent)
   3    authentication failed
   4    transport failure (connection, time-out)
+  5    the request reached the service, or may have, and then the command failed
+       (e.g. its output could not be written): do not send it again before checking;
+       stderr names the request id and the job ids
   130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
 """
 
@@ -347,10 +356,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     out = _Outcome(words)
+    # Every write of the run, argparse's help and the logs included, goes through streams
+    # that cannot raise; what failed is reported once, by out.finish().
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out.stdout.as_text(), out.stderr.as_text()
     try:
-        return _main(words, out)
-    except KeyboardInterrupt:
-        return out.interrupted()
+        try:
+            code = _main(words, out)
+        except KeyboardInterrupt:
+            code = out.interrupted()
+        except SystemExit as exc:  # --help and --version: argparse has written them
+            code = exc.code if isinstance(exc.code, int) else EXIT_SERVICE if exc.code else 0
+        return out.finish(code)
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _main(words: list[str], out: _Outcome) -> int:
@@ -378,18 +397,127 @@ def _main(words: list[str], out: _Outcome) -> int:
 # -- outcomes -------------------------------------------------------------------------------
 
 
+class _Stream:
+    """One of the process's output streams, written so that a write cannot raise: text the
+    stream's encoding cannot hold goes out with backslash escapes (UTF-8 output is unchanged),
+    and the first failure (a closed pipe, a full disk, a closed descriptor) is kept for
+    :meth:`_Outcome.finish` to report; later writes are dropped."""
+
+    def __init__(self, stream: TextIO | None, name: str) -> None:
+        self._stream = stream
+        self.name = name
+        self.failure: Exception | None = None
+
+    def as_text(self) -> TextIO:
+        """This stream where a ``TextIO`` is expected (``sys.stdout``, ``print(file=)``)."""
+        return cast("TextIO", self)
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return getattr(self._stream, "errors", None) or "strict"
+
+    def write(self, text: str) -> int:
+        if self.failure is None:
+            try:
+                if self._stream is None:  # Python found the descriptor closed at start
+                    raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+                self._stream.write(_encodable(text, self._stream))
+            except Exception as exc:
+                self._failed(exc)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self.failure is None and self._stream is not None:
+            try:
+                self._stream.flush()
+            except Exception as exc:
+                self._failed(exc)
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except Exception:
+            return False
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return self._stream.fileno()
+
+    def _failed(self, exc: Exception) -> None:
+        self.failure = exc
+        # What the failed write left in the stream's buffer is flushed again at exit; failing
+        # then, Python prints "Exception ignored ... BrokenPipeError" and exits 120 whatever
+        # main() returned. The descriptor goes to devnull instead, as the Python documentation
+        # advises for a closed pipe.
+        if self._stream is None:
+            return
+        try:
+            fd = self._stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, fd)
+            finally:
+                os.close(devnull)
+        except Exception:  # noqa: S110 (no descriptor: nothing is flushed at exit either)
+            pass
+
+
+def _encodable(text: str, stream: object) -> str:
+    """``text`` as ``stream`` can encode it: unchanged when it can, else with backslash escapes
+    for what it cannot hold (a recipient's name on an ASCII terminal)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return text  # a stream of str (io.StringIO): anything goes
+    try:
+        text.encode(encoding, getattr(stream, "errors", None) or "strict")
+        return text
+    except UnicodeEncodeError:
+        pass
+    except LookupError:  # an encoding Python does not know: only ASCII is safe
+        encoding = "ascii"
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except (UnicodeError, LookupError):
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = _one_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class _Outcome:
-    """How a run ended, said once: a failure is one line on stderr and, with --json, one
-    JSON object on stdout (``{"error": {...}}``, the same keys for every kind)."""
+    """How a run ended, said once, by :meth:`finish`: a failure is one line on stderr and, with
+    --json, one JSON object on stdout (``{"error": {...}}``, the same keys for every kind); an
+    answer is the command's text or JSON on stdout."""
 
     def __init__(self, words: Sequence[str]) -> None:
         self.prog = "faxws"
         # Decided before parsing, so that a usage error can be answered in JSON too.
         self.as_json = any(w == "--json" or w.startswith("--json=") for w in words)
         self.secrets = _secrets_in(words)
+        self.stdout = _Stream(sys.stdout, "standard output")
+        self.stderr = _Stream(sys.stderr, "standard error")
         self.request_id: str | None = None
         self.faxing = False  # the command sends a fax
         self.sending = False  # from just before the first byte may leave
+        self.answered = ""  # what an answer means ("the fax was sent"), once there is one
+        self.reached = False  # the request reached the service, or may have
+        self.job_ids: list[str] = []
+        self._out: str | None = None  # for stdout
+        self._line: str | None = None  # for stderr
+        self._summary = ""  # the failure, for a line that must say more
 
     def ignore_vocabulary(self, parser: argparse.ArgumentParser) -> None:
         """A word the parser knows (``send``, ``--to``) that follows a secret flag was not its
@@ -407,12 +535,79 @@ class _Outcome:
 
         return redact(text, self.secrets)
 
-    def fail(self, code: int, line: str, error: dict[str, Any]) -> int:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        if self.as_json:
-            _print_json(sys.stdout, {"error": error})
+    def answer(self, meaning: str, result: dict[str, Any], job_ids: Sequence[str]) -> None:
+        """The service answered: ``result`` is what stdout gets."""
+        text = result.pop("_text")
+        self.answered, self.reached, self.job_ids = meaning, True, list(job_ids)
+        self._out = _json_text(result) if self.as_json else text
+
+    def fail(self, code: int, line: str, error: dict[str, Any], summary: str = "") -> int:
+        self._line, self._summary = line, summary
+        self.reached = self.reached or bool(error["maybe_delivered"])
+        # Once the service has answered, stdout keeps the answer: it holds the job ids.
+        if self.as_json and not self.answered:
+            self._out = _json_text({"error": error})
         return code
+
+    def finish(self, code: int) -> int:
+        """Write the outcome and choose the exit code: the one place both happen. A second
+        Ctrl-C must not cut the outcome short."""
+        import signal
+
+        try:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: signals go elsewhere
+            previous = None
+        try:
+            return self._finish(code)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _finish(self, code: int) -> int:
+        if self._out is not None:
+            self.stdout.write(self._out + "\n")
+        self.stdout.flush()
+        line = self._line
+        failed = self.stdout if self.stdout.failure else self.stderr
+        if failed.failure is not None:
+            unwritten = f"could not be written to {failed.name} ({_reason(failed.failure)})"
+            if self.reached:
+                code, line = EXIT_MAYBE_SENT, self._maybe_sent(f"its outcome {unwritten}")
+            else:
+                code = code or EXIT_SERVICE
+                line = f"{line}; " if line else f"{self.prog}: "
+                line += f"the output {unwritten}"
+        elif self.answered and code != EXIT_OK:  # e.g. closing the client failed
+            code = EXIT_MAYBE_SENT
+            line = self._maybe_sent(f"the command then failed ({self._summary})")
+        if line is not None:
+            self.stderr.write(line + "\n")
+        self.stderr.flush()
+        if self.stderr.failure is not None and self.reached:
+            code = EXIT_MAYBE_SENT  # the line that said what happened is lost
+        return code
+
+    def _maybe_sent(self, problem: str) -> str:
+        """One line saying that the request went out (or may have) and what to look up."""
+        ids = []
+        if self.job_ids:
+            ids.append(f"job id{'s' if len(self.job_ids) > 1 else ''} {', '.join(self.job_ids)}")
+        if self.request_id:
+            ids.append(f"request id {self.request_id}")
+        tail = f" ({'; '.join(ids)})" if ids else ""
+        if self.answered:
+            what = self.answered
+            advice = ": do not send it again" if self.faxing else ""
+        else:
+            maybe = (
+                "the fax may have been delivered"
+                if self.faxing
+                else "the request may have reached the service"
+            )
+            what = f"{self._summary}: {maybe}"
+            advice = ": do not send it again before checking" if self.faxing else ""
+        return _one_line(f"{self.prog}: {what}, but {problem}{advice}{tail}")
 
     def usage(self, message: str, parser: argparse.ArgumentParser | None = None) -> int:
         """``message`` holds the program's own words only (see _safe_message): masking it
@@ -422,7 +617,10 @@ class _Outcome:
         if parser is not None:
             head, prog = parser.format_usage(), parser.prog
         return self.fail(
-            EXIT_USAGE, f"{head}{prog}: error: {message}", _error("UsageError", message)
+            EXIT_USAGE,
+            f"{head}{prog}: error: {message}",
+            _error("UsageError", message),
+            f"error: {message}",
         )
 
     def error(self, exc: Any) -> int:
@@ -445,12 +643,10 @@ class _Outcome:
         full = str(exc)
         # str() adds the status and request id after the message: kept, never masked.
         tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
-        line = f"{self.prog}: {type(exc).__name__}: {_one_line(message)}{tail}"
-        return self.fail(code, line, error)
+        summary = f"{type(exc).__name__}: {_one_line(message)}"
+        return self.fail(code, f"{self.prog}: {summary}{tail}", error, summary)
 
     def interrupted(self) -> int:
-        import signal
-
         if self.sending and self.faxing:
             message = (
                 "interrupted: the fax may have been delivered; do not send it again before checking"
@@ -460,39 +656,33 @@ class _Outcome:
         else:
             message = "interrupted: nothing was sent"
         tail = f" (request id {self.request_id})" if self.request_id else ""
-        # A second Ctrl-C must not cut this message short.
-        try:
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        except ValueError:  # not the main thread: signals go elsewhere
-            previous = None
-        try:
-            return self.fail(
-                EXIT_INTERRUPTED,
-                f"{self.prog}: {message}{tail}",
-                _error(
-                    "Interrupted",
-                    message,
-                    request_id=self.request_id,
-                    maybe_delivered=self.sending,
-                ),
-            )
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+        return self.fail(
+            EXIT_INTERRUPTED,
+            f"{self.prog}: {message}{tail}",
+            _error(
+                "Interrupted",
+                message,
+                request_id=self.request_id,
+                maybe_delivered=self.sending,
+            ),
+            "interrupted",
+        )
 
     def internal(self, exc: Exception, *, verbose: bool) -> int:
         """A failure no other kind covers: still one line, one JSON object, no secret."""
         if verbose:
             import traceback
 
-            sys.stderr.write(self.mask("".join(traceback.format_exception(exc))))
+            self.stderr.write(self.mask("".join(traceback.format_exception(exc))))
         message = self.mask(str(exc)) or type(exc).__name__
         tail = f" (request id {self.request_id})" if self.request_id else ""
         kind = type(exc).__name__
+        summary = f"{kind}: {_one_line(message)}"
         return self.fail(
             EXIT_SERVICE,
-            f"{self.prog}: {kind}: {_one_line(message)}{tail}",
+            f"{self.prog}: {summary}{tail}",
             _error(kind, message, request_id=self.request_id, maybe_delivered=self.sending),
+            summary,
         )
 
 
@@ -538,12 +728,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines())
 
 
-def _print_json(stream: TextIO, data: dict[str, Any]) -> None:
+def _json_text(data: dict[str, Any]) -> str:
     import json
 
-    data.pop("_text", None)
-    stream.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    stream.flush()
+    return json.dumps(data, indent=2, sort_keys=True)
 
 
 def _flag_of(name: str) -> str:
@@ -718,9 +906,13 @@ def _make_client(args: argparse.Namespace) -> FaxClient:
 
 
 def _call(
-    args: argparse.Namespace, out: _Outcome, action: Callable[[ExitStack], dict[str, Any]]
+    args: argparse.Namespace,
+    out: _Outcome,
+    action: Callable[[ExitStack], dict[str, Any]],
+    meaning: str,
 ) -> int:
-    """Run a client call; errors are raised on to main(), which reports them."""
+    """Run a client call and keep its answer (``meaning`` says what it means, "the fax was
+    sent") for main() to write; errors are raised on to main(), which reports them."""
     from contextlib import ExitStack
 
     # Chosen here, not by the client, so that an interrupted call can still name it.
@@ -729,7 +921,7 @@ def _call(
         if args.verbose:
             import logging
 
-            handler = logging.StreamHandler(sys.stderr)
+            handler = logging.StreamHandler(out.stderr.as_text())
             handler.setFormatter(logging.Formatter("faxws: %(levelname)s: %(message)s"))
             logger = logging.getLogger("faxws")
             level = logger.level
@@ -740,10 +932,8 @@ def _call(
             stack.callback(logger.setLevel, level)
             stack.callback(logger.removeHandler, handler)
         result = action(stack)
-    if args.json:
-        _print_json(sys.stdout, result)
-    else:
-        print(result.pop("_text"))
+        # Kept before the client is closed: whatever fails from here on, the job ids are known.
+        out.answer(meaning, result, result.get("job_ids") or [result["job_id"]])
     return EXIT_OK
 
 
@@ -848,10 +1038,12 @@ def _cmd_send(args: argparse.Namespace, out: _Outcome) -> int:
             "_text": "\n".join(lines),
         }
 
-    return _call(args, out, action)
+    return _call(args, out, action, "the fax was sent")
 
 
 def _cmd_report(args: argparse.Namespace, out: _Outcome) -> int:
+    out.job_ids = [args.job_id]
+
     def action(stack: ExitStack) -> dict[str, Any]:
         client = stack.enter_context(_make_client(args))
         out.sending = True
@@ -881,7 +1073,7 @@ def _cmd_report(args: argparse.Namespace, out: _Outcome) -> int:
             "_text": text,
         }
 
-    return _call(args, out, action)
+    return _call(args, out, action, "the report was requested")
 
 
 # -- serve ----------------------------------------------------------------------------------
@@ -936,7 +1128,7 @@ def _cmd_serve(args: argparse.Namespace, out: _Outcome) -> int:
     if not args.quiet:
         import logging
 
-        handler = logging.StreamHandler(sys.stderr)
+        handler = logging.StreamHandler(out.stderr.as_text())
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
         log = logging.getLogger("faxws.simulator")
         log.addHandler(handler)
@@ -1016,6 +1208,6 @@ def _cmd_validate(args: argparse.Namespace, out: _Outcome) -> int:
         args.files,
         as_json=args.json,
         max_issues=args.max_issues,
-        out=sys.stdout,
-        err=sys.stderr,
+        out=out.stdout.as_text(),
+        err=out.stderr.as_text(),
     )
