@@ -12,10 +12,13 @@ import asyncio
 import contextvars
 import json
 import math
+import os
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 import requests
@@ -58,7 +61,8 @@ class _Token(NamedTuple):
 
 
 class _Flight:
-    """One token fetch in progress, and its outcome for the callers waiting for it."""
+    """One token fetch in progress, and its outcome for the callers waiting for it: when
+    ``done`` is set, exactly one of ``token`` and ``error`` is not None."""
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -122,14 +126,8 @@ class ClientCredentials:
         self._leeway = float(leeway)
         self._timeout = check_timeout("timeout", timeout)
         self._where = f"the token endpoint {parts.hostname}"
-        self._session = requests.Session()
-        # The faxws adapter: interim answers read past, the answer's head within the read
-        # time-out, unparseable header lines refused.
-        adapter = _Adapter(pool_connections=1, pool_maxsize=4, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.trust_env = False
-        self._session.verify = check_verify("verify", verify)
+        self._verify = check_verify("verify", verify)
+        self._session = self._new_session()
         # Held only to look at or replace the cached token and the fetch in progress; never
         # while fetching.
         self._lock = threading.Lock()
@@ -141,6 +139,31 @@ class ClientCredentials:
         self._clock: Callable[[], float] = time.monotonic
         self.fetches = 0
         """How many tokens were fetched (for monitoring and tests)."""
+        _live.add(self)
+
+    def _new_session(self) -> requests.Session:
+        session = requests.Session()
+        # The faxws adapter: interim answers read past, the answer's head within the read
+        # time-out, unparseable header lines refused.
+        adapter = _Adapter(pool_connections=1, pool_maxsize=4, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        # No proxy, CA bundle or .netrc from the environment: the trust given (the system's,
+        # or the bundle in `verify`, alone) is the only trust used.
+        session.trust_env = False
+        session.verify = self._verify
+        return session
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: the cached token stays (it is valid here too); the pooled
+        connections, the lock and a fetch in progress belong to the parent. Written into by
+        two processes, a connection would carry their requests and answers interleaved; a
+        lock or fetch held by a parent thread would never be released here (that thread does
+        not exist in the child)."""
+        _forget_connections(self._session)
+        self._session = self._new_session()
+        self._lock = threading.Lock()
+        self._flight = None
 
     def __repr__(self) -> str:
         return (
@@ -173,42 +196,46 @@ class ClientCredentials:
         return token.value
 
     def _renew(self) -> str:
-        while True:
-            with self._lock:
-                now = self._clock()
-                token = self._token
-                if token is not None and now < token.renew_at:
-                    return self._hand(token)  # another caller renewed it meanwhile
-                flight = self._flight
-                if flight is None:
-                    flight = self._flight = _Flight()
-                    break  # this caller fetches
+        with self._lock:
+            now = self._clock()
+            token = self._token
+            if token is not None and now < token.renew_at:
+                return self._hand(token)  # another caller renewed it meanwhile
+            flight = self._flight
+            fetching = flight is None
+            if flight is None:
+                flight = self._flight = _Flight()
+        if not fetching:
             if token is not None and now < token.expires_at:
                 return self._hand(token)  # still valid while another caller fetches
+            # Whatever that fetch's outcome, it is this caller's too: a failure is not a
+            # reason for each waiter to fetch again (the endpoint would get one request per
+            # waiter); the next call after it asks again.
             flight.done.wait()
             if flight.token is not None:
                 return self._hand(flight.token)
-            if flight.error is not None:
-                raise _copy_error(flight.error)
-            # That fetch ended without an answer (interrupted): try again.
+            assert flight.error is not None
+            raise _copy_error(flight.error)
         try:
             new = self._fetch()
         except BaseException as exc:
-            if isinstance(exc, FaxWSError):
-                # A copy for each waiting caller: the client writes its call's request id
-                # into the error it raises.
-                flight.error = _copy_error(exc)
-            self._land(flight, None)
-            raise
-        self._land(flight, new)
+            error = _as_error(exc)
+            # A copy for the waiting callers: the client writes its call's request id into
+            # the error it raises.
+            self._land(flight, None, _copy_error(error))
+            if error is exc or not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt and the like stay this thread's own
+            raise error from None  # not chained: the original may quote the answer
+        self._land(flight, new, None)
         return self._hand(new)
 
-    def _land(self, flight: _Flight, token: _Token | None) -> None:
+    def _land(self, flight: _Flight, token: _Token | None, error: FaxWSError | None) -> None:
         with self._lock:
             if token is not None:
                 self._token = token
             self._flight = None
         flight.token = token
+        flight.error = error
         flight.done.set()
 
     def close(self) -> None:
@@ -262,12 +289,11 @@ class ClientCredentials:
                 f"the token endpoint answered HTTP {response.status_code}",
                 status_code=response.status_code,
             )
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise ProtocolError("the token endpoint did not answer JSON") from None
+        data = _parse_json(body)
+        if data is _NOT_JSON:
+            raise ProtocolError("the token endpoint did not answer JSON")
         token = data.get("access_token") if isinstance(data, dict) else None
-        if not isinstance(token, str):
+        if not isinstance(data, dict) or not isinstance(token, str):
             raise ProtocolError("the token response has no access_token")
         token_type = data.get("token_type", "Bearer")
         if not isinstance(token_type, str) or token_type.lower() != "bearer":
@@ -291,6 +317,16 @@ def _lifetime(expires_in: object) -> float:
     except OverflowError:  # an int too large for a float
         return 0.0
     return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
+
+
+def _as_error(exc: BaseException) -> FaxWSError:
+    """``exc`` as the FaxWSError a caller of a provider gets: itself when it is one, else an
+    error naming only its type (its text may quote what the endpoint sent)."""
+    if isinstance(exc, FaxWSError):
+        return exc
+    if isinstance(exc, Exception):
+        return AuthenticationError(f"the token request failed with {type(exc).__name__}")
+    return AuthenticationError(f"the token request was interrupted ({type(exc).__name__})")
 
 
 def _copy_error(error: FaxWSError) -> FaxWSError:
@@ -345,6 +381,7 @@ class AsyncClientCredentials:
         self._fetching: asyncio.Task[_Token] | None = None
         # The token handed to the current task, so that its 401 forgets only that one.
         self._handed: contextvars.ContextVar[str] = contextvars.ContextVar("faxws_token")
+        _live.add(self)
 
     @property
     def fetches(self) -> int:
@@ -385,6 +422,11 @@ class AsyncClientCredentials:
         self._handed.set(token.value)
         return token.value
 
+    def _after_fork_in_child(self) -> None:
+        # A fetch in progress at the fork runs in a parent thread that the child does not
+        # have; the ClientCredentials making the requests forgets its own state.
+        self._fetching = None
+
     def invalidate(self) -> None:
         """Forget the token this task was handed, if it is still the cached one (after a
         401): a token another task fetched since is kept."""
@@ -398,10 +440,59 @@ class AsyncClientCredentials:
     async def _fetch(self) -> _Token:
         try:
             token = await asyncio.get_running_loop().run_in_executor(None, self._grant._fetch)
+        except FaxWSError:
+            raise
+        except Exception as exc:
+            # Every waiter gets this outcome: a FaxWSError, whatever broke.
+            raise _as_error(exc) from None
         finally:
             self._fetching = None
         self._token = token
         return token
+
+
+class _ForkAware(Protocol):
+    def _after_fork_in_child(self) -> None: ...
+
+
+#: Every provider alive, for the child of os.fork() to reset (weakly: a provider nobody uses
+#: any more is not kept for this).
+_live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for provider in list(_live):
+        provider._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _forget_connections(session: requests.Session) -> None:
+    """In a forked child, close this process's descriptors of the connections ``session``
+    pooled, leaving the connections themselves to the parent: closing a descriptor the
+    parent also holds sends nothing (no FIN, no TLS close_notify; never shutdown()).
+
+    The pools' queues get fresh locks first: a parent thread may have held one at the
+    fork, and nothing in the child (this, or urllib3 closing a pool it collects) may wait
+    for it.
+    """
+    for adapter in {id(a): a for a in session.adapters.values()}.values():
+        pools: dict[object, Any] = getattr(adapter, "_pools", {})
+        for pool in list(pools.values()):
+            waiting = getattr(pool, "pool", None)
+            if not isinstance(waiting, queue.Queue):
+                continue
+            mutex = threading.Lock()
+            waiting.mutex = mutex
+            waiting.not_empty = threading.Condition(mutex)
+            waiting.not_full = threading.Condition(mutex)
+            waiting.all_tasks_done = threading.Condition(mutex)
+            idle, waiting.queue = list(waiting.queue), type(waiting.queue)()
+            for conn in idle:
+                if conn is not None:  # a free slot
+                    conn.close()  # http.client: the socket's close(), the descriptor only
 
 
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
@@ -431,10 +522,24 @@ def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
     return b"".join(pieces)
 
 
-def _json_field(body: bytes, name: str) -> str | None:
+_NOT_JSON = object()
+
+
+def _parse_json(body: bytes) -> object:
+    """The JSON document in ``body``, or _NOT_JSON.
+
+    Numbers are read as floats: an integer of thousands of digits is then infinite (a
+    lifetime not usable as one) rather than an error on some Python versions and a slow
+    conversion on others. Nesting deeper than the interpreter's recursion limit raises
+    RecursionError in the parser, which is as much "not JSON" as a syntax error.
+    """
     try:
-        data = json.loads(body)
-    except ValueError:
-        return None
+        return json.loads(body, parse_int=float)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return _NOT_JSON
+
+
+def _json_field(body: bytes, name: str) -> str | None:
+    data = _parse_json(body)
     value = data.get(name) if isinstance(data, dict) else None
     return value if isinstance(value, str) else None
