@@ -62,6 +62,13 @@ IDLE = 30
 
 _CHUNK = 256 * 1024  # bytes read from the socket and fed to the parser at a time
 _HEAD = 64 * 1024  # bytes of a body that is not kept, for the record's operation name
+# The most of a body left unread that is read and dropped before an answer, so that the
+# connection stays open; a longer rest closes it.
+_DRAIN = 64 * 1024
+# After an answer that leaves part of a request unread, how long and how much of what the
+# client still sends is read and dropped before the connection closes (see _linger).
+_LINGER = 2.0
+_LINGER_BYTES = 1024 * 1024
 _log = logging.getLogger("faxws.simulator")
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
@@ -145,6 +152,11 @@ class Handler(BaseHTTPRequestHandler):
     _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
     _known_set: frozenset[str] = frozenset()
     _peek: Callable[[], bytes] | None = None  # the read buffer's peek, found at set-up
+    # Bytes of the request's body not read yet; -1 while unknown (no request line taken
+    # apart yet, or framing refused). Whatever answers a request reads them, or the
+    # connection closes after the answer: they would be read as the next request.
+    _unread = 0
+    _framing: RejectError | None = None  # why the body's framing is refused, if it is
 
     def setup(self) -> None:
         super().setup()
@@ -158,8 +170,11 @@ class Handler(BaseHTTPRequestHandler):
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
         self.pairs = []
         self._known, self._known_set = None, frozenset()
+        self._unread, self._framing = 0, None
         try:
             self.raw_requestline = self.rfile.readline(65537)
+            if self.raw_requestline:
+                self._unread = -1  # until the headers say how long the body is
             if len(self.raw_requestline) > 65536:
                 self.requestline = self.request_version = self.command = ""
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
@@ -173,6 +188,15 @@ class Handler(BaseHTTPRequestHandler):
                 self._handle()
         except TimeoutError:
             self.close_connection = True  # a read or a write waited too long
+        if self._unread:
+            # Whatever answered (or did not), the rest of this request was not read: read as
+            # the next request, a body would run as one.
+            self.close_connection = True
+
+    def finish(self) -> None:
+        super().finish()
+        if self._unread:
+            _linger(self.connection)
 
     def parse_request(self) -> bool:
         """The request line by the standard library's rules, then the headers, read here:
@@ -241,11 +265,51 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
             elif connection == "keep-alive":
                 self.close_connection = False
+        self._frame()
+        if self._framing is not None:
+            self.close_connection = True
+            return True  # answered by the route, as it answers a body it refuses
         if "expect" in fields:
             expect = fields["expect"].lower()
             if expect == "100-continue" and self.request_version >= "HTTP/1.1":
                 return self.handle_expect_100()
         return True
+
+    def _frame(self) -> None:
+        """How long the body is (:attr:`_unread`), from one plain Content-Length or none;
+        any other framing is refused (:attr:`_framing`), as RFC 9112 section 6.3 asks: two
+        readers could each take a different body from it, and the simulator reads no
+        chunked body."""
+        fields = self.fields
+        if len(fields) != len(self.pairs):  # a name given twice: a framing one may not be
+            names = [name.lower() for name, _ in self.pairs]
+            if names.count("content-length") > 1 or names.count("transfer-encoding") > 1:
+                self._framing = RejectError(
+                    400, b"Content-Length or Transfer-Encoding given twice\n", "text/plain"
+                )
+                return
+        coding = fields.get("transfer-encoding")
+        length = fields.get("content-length")
+        if coding is not None:
+            codings = [c.strip(" \t").lower() for c in coding.split(",")]
+            if length is not None:
+                text = b"both Content-Length and Transfer-Encoding\n"
+            elif codings[-1] != "chunked" or codings.count("chunked") > 1:
+                text = b"bad Transfer-Encoding\n"  # a body whose end cannot be found
+            else:
+                text = b"a Content-Length is required (no Transfer-Encoding)\n"
+                self._framing = RejectError(411, text, "text/plain")
+                return
+            self._framing = RejectError(400, text, "text/plain")
+            return
+        if length is None:
+            self._unread = 0
+            return
+        value = declared_length(length)
+        if value is None:
+            self._framing = RejectError(400, b"bad Content-Length\n", "text/plain")
+            return
+        self._unread = value
 
     def _read_headers(self) -> bool:
         """Read the header lines into :attr:`fields` and :attr:`pairs`; False once
@@ -450,11 +514,13 @@ class Handler(BaseHTTPRequestHandler):
             # The usual answer: its head written at once, as send() would write it.
             self.log_request(status)
             rid = "" if request_id is None else f"x-ch-request-id: {request_id}\r\n"
+            close = _CLOSE if self._closing() else ""
             head = (
                 f"{_STATUS_LINES.get(status) or _status_line(self, status)}"
                 f"Date: {_http_date()}\r\n"
                 f"Content-Type: {content_type}\r\nx-ch-activity-id: {new_request_id()}\r\n"
-                f"x-ch-execution-time: {elapsed}\r\n{rid}Content-Length: {len(payload)}\r\n\r\n"
+                f"x-ch-execution-time: {elapsed}\r\n{rid}{close}"
+                f"Content-Length: {len(payload)}\r\n\r\n"
             )
             if self.request_version != "HTTP/0.9":
                 self.wfile.write(head.encode("latin-1", "strict") + payload)
@@ -478,6 +544,10 @@ class Handler(BaseHTTPRequestHandler):
         """The inbox and the API: not service requests, so not recorded; behind the
         simulator's token when it listens beyond loopback, and only for the simulator's own
         host names (a page that rebinds its own name to 127.0.0.1 is not let in)."""
+        if self._framing is not None:  # refused for every route, whether it reads a body or not
+            reject = self._framing
+            self.send(reject.status, {"Content-Type": reject.content_type}, reject.body)
+            return
         if not self._own_host():
             self.close_connection = True
             text = b"the inbox and API answer only to the simulator's own host name\n"
@@ -487,7 +557,7 @@ class Handler(BaseHTTPRequestHandler):
         if required is not None:
             given = self.fields.get("x-faxws-token") or _query_token(query)
             if given is None or not same(required, given):
-                self.close_connection = True  # the body, if any, is not read
+                self.close_connection = True
                 text = b"the inbox and API need the token faxws serve printed (?token=...)\n"
                 self.send(401, {"Content-Type": "text/plain; charset=utf-8"}, text)
                 return
@@ -537,17 +607,10 @@ class Handler(BaseHTTPRequestHandler):
         return state.record(record)
 
     def _content_length(self) -> int:
-        if "transfer-encoding" in self.fields:
-            # Its body would be read as the next request: refused, and the stream ends.
-            self.close_connection = True
-            raise RejectError(
-                411, b"a Content-Length is required (no Transfer-Encoding)\n", "text/plain"
-            )
-        length = declared_length(self.fields.get("content-length", "0").strip())
-        if length is None:
-            self.close_connection = True
-            raise RejectError(400, b"bad Content-Length\n", "text/plain")
-        return length
+        """The body's length, or its framing's refusal (the connection then closes)."""
+        if self._framing is not None:
+            raise self._framing
+        return self._unread
 
     def receive(self, *, parse: bool, limit: int = MAX_BODY, whole: bool = False) -> Received:
         """Read the body in chunks: kept whole when it fits the retained budget; for a SOAP
@@ -566,6 +629,7 @@ class Handler(BaseHTTPRequestHandler):
                 # None: the read waited out the idle limit with nothing come.
                 data = (self.rfile.read(length) or b"") if length else b""
                 received.size = len(data)
+                self._unread = length - received.size
                 received.complete = len(data) == length
                 if received.complete and parse:
                     received.parse(data)
@@ -584,6 +648,7 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     break
                 remaining -= len(chunk)
+                self._unread = remaining
                 received.size += len(chunk)
                 if collect:
                     kept.append(chunk)
@@ -696,9 +761,12 @@ class Handler(BaseHTTPRequestHandler):
         self, status: int, headers: dict[str, str], stream: BinaryIO, size: int
     ) -> None:
         """Answer with ``size`` bytes read from ``stream`` in chunks."""
+        closing = self._closing()
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
+        if closing:
+            self.send_header("Connection", "close")
         self.send_header("Content-Length", str(size))
         self.end_headers()
         if self.command == "HEAD":
@@ -723,9 +791,12 @@ class Handler(BaseHTTPRequestHandler):
         if not drip and not reset and self.request_version != "HTTP/0.9":
             self._send_whole(status, headers, body)
             return
+        closing = self._closing()
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
+        if closing:
+            self.send_header("Connection", "close")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command == "HEAD":
@@ -748,6 +819,19 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(body)
 
+    def _closing(self) -> bool:
+        """Whether the connection closes after the answer about to be written; every
+        answer's head asks. The rest of a body no one read is read and dropped first when it
+        is short (the connection then stays open); a longer one, or one whose length is not
+        known, closes the connection, as it would otherwise be read as the next request."""
+        left = self._unread
+        if left and not self.close_connection:
+            if 0 < left <= _DRAIN:
+                self._unread -= len(self.rfile.read(left) or b"")
+            if self._unread:
+                self.close_connection = True
+        return self.close_connection
+
     def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
         """The answer in one write, head and body (as send_response, send_header and
         end_headers would write them, in two): each write lets another thread run."""
@@ -755,6 +839,8 @@ class Handler(BaseHTTPRequestHandler):
         head = [f"{_status_line(self, status)}Date: {_http_date()}\r\n"]
         for key, value in headers.items():
             head.append(f"{key}: {value}\r\n")
+        if self._closing():
+            head.append(_CLOSE)
         head.append(f"Content-Length: {len(body)}\r\n\r\n")
         data = "".join(head).encode("latin-1", "strict")
         if self.command == "HEAD":
@@ -766,6 +852,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+_CLOSE = "Connection: close\r\n"
 _date = (0, "")  # the Date header of the current second, shared by every thread
 # Each status's first line and Server header, as send_response writes them.
 _STATUS_LINES: dict[int, str] = {}
@@ -811,6 +898,29 @@ def _limit_waits(sock: socket.socket, seconds: int) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
     except (OSError, AttributeError):
         sock.settimeout(seconds)
+
+
+def _linger(sock: socket.socket) -> None:
+    """End a connection whose client may still be sending what was not read. Closed with
+    unread bytes, a socket answers with a reset, and a client's system may drop an answer it
+    had received but not yet handed over; so the writing side ends first (the client sees
+    the answer end), and what comes is read and dropped until the client closes too, within
+    a time and a number of bytes."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + _LINGER
+        taken = 0
+        while taken < _LINGER_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            sock.settimeout(left)
+            data = sock.recv(_CHUNK)
+            if not data:
+                return
+            taken += len(data)
+    except OSError:  # a time-out, or the client or stop() ended the connection
+        pass
 
 
 def _query_token(query: str) -> str | None:

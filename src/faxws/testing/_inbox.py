@@ -45,7 +45,6 @@ def is_inbox_path(path: str) -> bool:
 def handle(handler: Handler, path: str, token: str | None) -> None:
     """Answer one request for an inbox page."""
     if handler.command not in ("GET", "HEAD"):
-        handler.close_connection = True  # the body, if any, is not read
         text = b"method not allowed: the inbox only shows pages\n"
         handler.send(405, {"Content-Type": "text/plain", "Allow": "GET, HEAD"}, text)
         return
