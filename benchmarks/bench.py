@@ -653,6 +653,63 @@ def startup_rows(boot: dict[str, list[float]]) -> list[Row]:
     return rows
 
 
+def all_rows(figures: dict[str, Any]) -> list[Row]:
+    """The table's rows from the figures as ``--json`` writes them."""
+    rates, tokens, boot = figures["throughput"], figures["token_throughput"], figures["startup"]
+    build, checked = figures["construction"], figures["many_issues"]
+    rows = large_rows(figures["large"]) + cpu_rows(figures["cpu"])
+    rows.append(
+        row(
+            "throughput, 8 threads, report calls",
+            f"{med(rates['faxws']):.0f}/s",
+            f"floor {med(rates['floor']):.0f}/s",
+            per_round(rates["faxws"], rates["floor"]),
+            ">= 0.7x",
+            med(per_round(rates["faxws"], rates["floor"])) >= 0.7,
+        )
+    )
+    ratios = per_round(tokens["provider"], tokens["fixed"])
+    rows.append(
+        row(
+            f"throughput, 8 threads: tokens living {TOKEN_LIFETIME} s",
+            f"{med(tokens['provider']):.0f}/s",
+            f"fixed token {med(tokens['fixed']):.0f}/s",
+            ratios,
+            ">= 0.9x",
+            med(ratios) >= 0.9,
+        )
+    )
+    rows += startup_rows(boot)
+    vs_zeep = per_round(build["faxws"], build["zeep"])
+    rows.append(
+        row(
+            "construction: a later FaxClient (CPU)",
+            f"{ms(med(build['faxws']))} (first {ms(med(build['first']))})",
+            f"requests session {ms(med(build['floor']))}",
+            per_round(build["faxws"], build["floor"]),
+            "< 1 ms",
+            med(build["faxws"]) < 0.001,
+            f"zeep client {ms(med(build['zeep']))}: {span(vs_zeep)}",
+        )
+    )
+    bad, good = checked["invalid"], checked["valid"]
+    rows.append(
+        row(
+            f"validation: {checked['issues']:,} issues",
+            f"{med(bad):.3f} s",
+            f"valid, same size {ms(med(good))}",
+            per_round(bad, good),
+            "< 0.5 s",
+            med(bad) < 0.5,
+        )
+    )
+    rows += [Row(**r) for r in async_bench.rows(figures["async"])]
+    rows += [Row(**r) for r in recipients_bench.rows(figures["recipients"])]
+    rows += [Row(**r) for r in threads_bench.rows(figures["threads"])]
+    rows += [Row(**r) for r in simulator_bench.rows(figures["simulator"])]
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, a few seconds")
@@ -692,57 +749,21 @@ def main() -> int:
     boot = startup(boot_rounds)
     build = construction(rounds)
     checked = many_issues(issues, rounds)
-
-    rows = large_rows(large) + cpu_rows(cpu)
-    rows.append(
-        row(
-            "throughput, 8 threads, report calls",
-            f"{med(rates['faxws']):.0f}/s",
-            f"floor {med(rates['floor']):.0f}/s",
-            per_round(rates["faxws"], rates["floor"]),
-            ">= 0.7x",
-            med(per_round(rates["faxws"], rates["floor"])) >= 0.7,
-        )
-    )
-    ratios = per_round(tokens["provider"], tokens["fixed"])
-    rows.append(
-        row(
-            f"throughput, 8 threads: tokens living {TOKEN_LIFETIME} s",
-            f"{med(tokens['provider']):.0f}/s",
-            f"fixed token {med(tokens['fixed']):.0f}/s",
-            ratios,
-            ">= 0.9x",
-            med(ratios) >= 0.9,
-        )
-    )
-    rows += startup_rows(boot)
-    vs_zeep = per_round(build["faxws"], build["zeep"])
-    rows.append(
-        row(
-            "construction: a later FaxClient (CPU)",
-            f"{ms(med(build['faxws']))} (first {ms(med(build['first']))})",
-            f"requests session {ms(med(build['floor']))}",
-            per_round(build["faxws"], build["floor"]),
-            "< 1 ms",
-            med(build["faxws"]) < 0.001,
-            f"zeep client {ms(med(build['zeep']))}: {span(vs_zeep)}",
-        )
-    )
-    bad, good = checked["invalid"], checked["valid"]
-    rows.append(
-        row(
-            f"validation: {issues:,} issues",
-            f"{med(bad):.3f} s",
-            f"valid, same size {ms(med(good))}",
-            per_round(bad, good),
-            "< 0.5 s",
-            med(bad) < 0.5,
-        )
-    )
-    rows += [Row(**r) for r in async_bench.rows(async_figures)]
-    rows += [Row(**r) for r in recipients_bench.rows(recipients)]
-    rows += [Row(**r) for r in threads_bench.rows(threads_figures)]
-    rows += [Row(**r) for r in simulator_bench.rows(simulator)]
+    figures: dict[str, Any] = {
+        "rounds": rounds,
+        "large": large,
+        "cpu": cpu,
+        "throughput": rates,
+        "token_throughput": tokens,
+        "many_issues": checked,
+        "startup": boot,
+        "construction": build,
+        "async": async_figures,
+        "recipients": recipients,
+        "threads": threads_figures,
+        "simulator": simulator,
+    }
+    rows = all_rows(figures)
     print(
         f"faxws benchmark{' (smoke sizes)' if args.smoke else ''}: "
         f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
@@ -753,26 +774,8 @@ def main() -> int:
     print(table(rows))
     print(f"({time.perf_counter() - started:.1f} s)")
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "rounds": rounds,
-                    "large": large,
-                    "cpu": cpu,
-                    "throughput": rates,
-                    "token_throughput": tokens,
-                    "many_issues": checked,
-                    "startup": boot,
-                    "construction": build,
-                    "async": async_figures,
-                    "recipients": recipients,
-                    "threads": threads_figures,
-                    "simulator": simulator,
-                    "rows": [asdict(r) for r in rows],
-                },
-                indent=2,
-            )
-        )
+        figures["rows"] = [asdict(r) for r in rows]
+        args.json.write_text(json.dumps(figures, indent=2))
     return 0
 
 

@@ -366,7 +366,10 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
     t = figures["throughput"]
     rates, cpu = t["rates"], t["cpu"]
     per_round = [s / f for s, f in zip(rates["simulator"], rates["floor"], strict=True)]
-    cpu_round = [s / f for s, f in zip(cpu["simulator"], cpu["floor"], strict=True)]
+    # Server CPU is counted in whole clock ticks: a floor's round that no tick fell in took
+    # less than one, which bounds the ratio rather than dividing by zero.
+    tick = 1 / os.sysconf("SC_CLK_TCK") / t["calls"]
+    cpu_round = [s / max(f, tick) for s, f in zip(cpu["simulator"], cpu["floor"], strict=True)]
     ratio = statistics.median(per_round)
     lookup = figures["lookup"]
     many, few = lookup["times"]["many"], lookup["times"]["few"]
