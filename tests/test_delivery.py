@@ -629,20 +629,36 @@ def test_a_proxy_that_never_answers_connect_is_a_connect_time_out(
     assert target.connections == 0
 
 
+@pytest.mark.parametrize(
+    ("userinfo", "decoded"),
+    [
+        ("user%40corp:p%3Ass", b"user@corp:p:ss"),
+        ("us%3Aer:pa%20ss", b"us:er:pa ss"),  # a colon in the user name, read as requests reads it
+        ("user:", b"user:"),
+        ("%C3%A9t%C3%A9:x", "\u00e9t\u00e9:x".encode("latin-1")),
+    ],
+    ids=["escaped at and colon", "escaped colon in the user name", "no password", "not ascii"],
+)
 def test_proxy_credentials_go_in_the_connect_request(
-    serve: Callable[..., ScriptedServer], server_tls: ssl.SSLContext, ca_file: str, face: Face
+    userinfo: str,
+    decoded: bytes,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
 ) -> None:
     heads: list[bytes] = []
     target = serve(answer_once, tls=server_tls)
     proxy = serve(connect_proxy(allow=True, heads=heads))
-    with_credentials = f"http://user%40corp:p%3Ass@127.0.0.1:{proxy.port}"
+    with_credentials = f"http://{userinfo}@127.0.0.1:{proxy.port}"
     client = client_for(target, ca_file, face, proxies={"https": with_credentials})
     assert send(client).job_ids == ("J1",)  # type: ignore[attr-defined]
     [head] = heads
-    expected = b"Basic " + base64.b64encode(b"user@corp:p:ss")
+    expected = b"Basic " + base64.b64encode(decoded)
     fields = [line.partition(b":") for line in head.split(b"\r\n")[1:]]
     assert [v.strip() for k, _, v in fields if k.lower() == b"proxy-authorization"] == [expected]
-    assert b"user%40corp" not in target.requests[0].head  # the service never sees them
+    assert userinfo.encode() not in target.requests[0].head  # the service never sees them
+    assert b"proxy-authorization" not in target.requests[0].head.lower()
 
 
 def stop_reading(conn: Conn) -> None:

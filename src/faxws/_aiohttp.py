@@ -28,6 +28,7 @@ the connection with a TCP reset, so that the service never receives a complete b
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import os
@@ -42,7 +43,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 try:
     import aiohttp
@@ -58,6 +59,7 @@ from faxws._http import (
     RawResponse,
     declared_length,
     endpoint,
+    forks,
     transport_error,
 )
 from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
@@ -177,9 +179,14 @@ class Sent:
         self._phase = "pool"
         self._limit(None)
         self.armed = False
+        self.written = False
         self.transport = None
-        if isinstance(self.protocol, _Handler) and self.protocol.watched is self:
-            self.protocol.watched = None
+        protocol = self.protocol
+        if isinstance(protocol, _Handler):
+            if protocol.watched is self:
+                protocol.watched = None
+            if protocol.owner is self:
+                protocol.owner = None
         self.protocol = None  # the next connection's times are its own
 
     # -- the time limit --
@@ -195,7 +202,8 @@ class Sent:
     def _arm(self) -> None:
         """A timer that fires at the deadline or before it."""
         protocol = self.protocol
-        if isinstance(protocol, _Handler):  # the connection's timer, shared with later attempts
+        if isinstance(protocol, _Handler) and protocol.transport is not None:
+            # The connection's timer, shared with later attempts (while it has a connection).
             protocol.watched = self
             handle = protocol.watch
             if handle is None or handle.when() > self._deadline:
@@ -230,10 +238,22 @@ class Sent:
         self.expired = phase
         if self.transport is not None:
             self.transport.abort()
+            # Whatever waits for the answer wakes now, even if the connection was lost
+            # before and nothing is left to abort.
+            if phase == "body" and self._response is not None:
+                _fail_body(self._response.content, "timed out")
+            elif isinstance(self.protocol, _Handler) and self.protocol.exception() is None:
+                self.protocol.set_exception(TimeoutError("timed out"))
             return
         for sock in self._sockets:  # still connecting: its reads and writes end at once
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    def lost_connection(self) -> None:
+        """The connection is gone, and its timer with it: the attempt's deadline, if it
+        still has one, is kept by a timer of its own."""
+        if self._deadline and self._phase not in ("pool", "done"):
+            self._arm()
 
     def close(self, *, failed: bool = False) -> None:
         """The attempt is over: no timer outlives it, and a failed one's connection is
@@ -245,8 +265,11 @@ class Sent:
             self._handle.cancel()
             self._handle = None
         protocol = self.protocol
-        if isinstance(protocol, _Handler) and protocol.watched is self:
-            protocol.watched = None  # its timer waits for the next attempt, or ends
+        if isinstance(protocol, _Handler):
+            if protocol.watched is self:
+                protocol.watched = None  # its timer waits for the next attempt, or ends
+            if protocol.owner is self:
+                protocol.owner = None  # what arrives from now on answers no request
         if failed and self.transport is not None:
             self.transport.abort()
 
@@ -323,15 +346,32 @@ class _Request(aiohttp.ClientRequest):
         if sent is not None:
             protocol = conn.protocol
             transport = conn.transport
-            if transport is None or (protocol.answered and protocol.has_input(transport)):
+            if (
+                transport is None
+                or protocol.spoiled
+                or protocol.should_close  # an answer already waits: no request asked for it
+                or (protocol.answered and protocol.has_input(transport))
+            ):
                 raise _StaleConnectionError
             protocol.interim = 0
+            protocol.owner = sent  # from here, what arrives before the first byte is stale
+            protocol.setup = None
             sent.sending(transport, protocol)
             response = await super().send(conn)
             if not sent.streamed:
                 sent.body_done()  # bytes are handed to the connection at once
             return response
         return await super().send(conn)
+
+
+def _fail_body(payload: Any, why: str) -> None:
+    """Ends the read of an answer's body that has not ended, with an error."""
+    if (
+        isinstance(payload, aiohttp.StreamReader)
+        and not payload.is_eof()
+        and payload.exception() is None
+    ):
+        payload.set_exception(aiohttp.ClientPayloadError(why))
 
 
 class _TooManyInterimError(Exception):
@@ -345,6 +385,11 @@ class _Handler(ResponseHandler):
 
     interim = 0
     answered = False  # has carried a whole answer (and may sit idle in the pool)
+    #: Bytes arrived that no request written on this connection asked for (while it sat
+    #: idle, or before the first byte of the request that holds it): it carries no request
+    #: again, and an attempt that has written nothing moves to another connection.
+    spoiled = False
+    owner: Sent | None = None  # the attempt whose request this connection carries
     _idle: Any = None  # a poll object watching the connection's socket, made on first use
     watch: asyncio.TimerHandle | None = None  # the timer of the attempts on this connection
     watched: Sent | None = None  # the attempt it times, while there is one
@@ -355,13 +400,59 @@ class _Handler(ResponseHandler):
         if sent is not None:
             sent._expire()  # expires it, or sets the timer again for its later deadline
 
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        # The attempt that made the connection: while it sets the connection up, a proxy's
+        # answer to CONNECT is expected.
+        self.setup = _sent.get()
+
+    def data_received(self, data: bytes) -> None:
+        owner = self.owner
+        if owner is None:
+            setup = self.setup
+            stale = self.answered or setup is None or setup._phase != "connect"
+        else:
+            stale = not owner.written
+        if data and stale:
+            # Not an answer to anything written here: a stale or unsolicited answer, a
+            # 408 before an idle close, garbage. Nothing of it may be read as an answer.
+            self.spoiled = True
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        super().data_received(data)
+
+    def set_response_params(self, **kwargs: Any) -> None:
+        # The parser of the last answer goes; one that has started reading another answer
+        # after it (bytes that came with the end of the last one) spoils the connection.
+        parser = self._parser
+        if parser is not None and self.answered and not self.spoiled:
+            try:
+                self.spoiled = parser.feed_eof() is not None
+            except Exception:
+                self.spoiled = True
+        super().set_response_params(**kwargs)
+
+    def set_exception(self, exc: BaseException, *cause: BaseException) -> None:
+        # aiohttp reports a malformed answer (a bad chunk size or trailer line) on the
+        # protocol, not on the body being read: the body's reader must hear of it too.
+        payload = self._payload
+        super().set_exception(exc, *cause)
+        _fail_body(payload, "the answer is malformed")
+
     def connection_lost(self, exc: BaseException | None) -> None:
-        # No timer outlives its connection (it would keep it in memory until it fired).
+        payload = self._payload
+        watched = self.watched
+        # No timer outlives its connection (it would keep it in memory until it fired); an
+        # attempt still under way takes its deadline over.
         if self.watch is not None:
             self.watch.cancel()
             self.watch = None
         self.watched = None
         super().connection_lost(exc)
+        _fail_body(payload, "the connection closed before the answer was complete")
+        if watched is not None:
+            watched.lost_connection()
 
     def has_input(self, transport: asyncio.BaseTransport) -> bool:
         """:func:`_has_input`, with one poll object per connection where poll exists: each
@@ -518,13 +609,33 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
     if verify is True:
         from requests.utils import DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests uses
 
-        return ssl.create_default_context(cafile=DEFAULT_CA_BUNDLE_PATH)
-    context = ssl.create_default_context()
+        verify = DEFAULT_CA_BUNDLE_PATH
+    # Not create_default_context(): without a bundle it loads the system's, which
+    # SSL_CERT_FILE and SSL_CERT_DIR can name; the given bundle is the only trust.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if os.path.isdir(verify):
         context.load_verify_locations(capath=verify)
     else:
         context.load_verify_locations(cafile=verify)
     return context
+
+
+def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
+    """The proxy's URL without credentials, and its Proxy-Authorization value, read as
+    requests reads them for the sync client (user name and password percent-decoded, so
+    either may hold a colon)."""
+    if proxy is None:
+        return None, None
+    parts = urlsplit(proxy)
+    if parts.username is None and parts.password is None:
+        return proxy, None
+    host = parts.netloc.rpartition("@")[2]
+    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    if parts.username is None or parts.password is None:
+        return bare, None  # requests sends credentials only with a user name and a password
+    user, password = unquote(parts.username), unquote(parts.password)
+    token = base64.b64encode(f"{user}:{password}".encode("latin-1", "replace")).decode()
+    return bare, f"Basic {token}"
 
 
 # -- the transport ----------------------------------------------------------------------------
@@ -553,14 +664,14 @@ class AsyncHttpTransport:
         self._verify = verify
         parts = urlsplit(url)
         self._where = endpoint(url)
-        self._proxy = _select_proxy(url, proxies)
+        self._proxy, proxy_authorization = _proxy_parts(_select_proxy(url, proxies))
         if (
             self._proxy is not None
             and self._proxy.startswith("https:")
             and parts.scheme == "https"
             and sys.version_info < (3, 11)
         ):
-            key = next(k for k, v in proxies.items() if v == self._proxy)
+            key = next(k for k, v in proxies.items() if v == _select_proxy(url, proxies))
             raise BadInputError(
                 f"proxies[{key!r}]",
                 "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
@@ -573,16 +684,32 @@ class AsyncHttpTransport:
             "Accept-Encoding": "gzip, deflate",
             "Connection": "keep-alive",
         }
+        # A proxy's credentials go to the proxy: in the CONNECT of a tunnel, or with each
+        # request it forwards over plain http.
+        self._proxy_headers: dict[str, str] | None = None
+        if proxy_authorization is not None:
+            if parts.scheme == "https":
+                self._proxy_headers = {"Proxy-Authorization": proxy_authorization}
+            else:
+                self._headers["Proxy-Authorization"] = proxy_authorization
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._forks = forks()
         self._precise = False
         # Every connection a request went out on, until it is gone: close() ends them all.
         self._used: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
 
     def _session_here(self, request_id: str) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        if self._session is not None and self._loop is loop:
+        if self._session is not None and self._loop is loop and self._forks == forks():
             return self._session
+        if self._forks != forks():
+            # A child process: the session, its connections and its loop are the parent's,
+            # which may use them still. Forgotten, not closed (closing would take the
+            # parent's sockets off an event loop the two processes share); new ones are
+            # made on this process's loop.
+            self._session, self._loop, self._forks = None, None, forks()
+            self._used.clear()
         if self._session is not None:
             raise FaxWSError(
                 "this AsyncFaxClient belongs to another event loop (the one it was first "
@@ -707,10 +834,17 @@ class AsyncHttpTransport:
                     headers=headers,
                     allow_redirects=False,
                     proxy=self._proxy,
+                    proxy_headers=self._proxy_headers,
                 )
-            except _StaleConnectionError:
+            except Exception as exc:
+                # Refused before a byte of the request was written: the connection had
+                # answers (or a close) that no request asked for.
+                protocol = sent.protocol
+                stale = isinstance(exc, _StaleConnectionError) or (
+                    isinstance(protocol, _Handler) and protocol.spoiled and not sent.written
+                )
                 tries += 1
-                if tries > self._max_connections:
+                if not stale or tries > self._max_connections:
                     raise
                 sent.reset_for_retry()
 

@@ -41,6 +41,7 @@ __all__ = [
     "check_verify",
     "declared_length",
     "endpoint",
+    "forks",
     "transport_error",
 ]
 
@@ -191,6 +192,27 @@ def caller_options(
         max_connections=check_int("max_connections", max_connections, 1, 1024),
         max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
     )
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forked)
+
+
+def forks() -> int:
+    """How many times this process's ancestors forked to make it: a connection pool made
+    under another count belongs to another process, which still uses its sockets. (A
+    counter, not the pid: reading it is no system call.)"""
+    return _forks
 
 
 # -- a failed exchange ------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from faxws._http import (
     check_verify,
     declared_length,
     endpoint,
+    forks,
     transport_error,
 )
 from faxws.errors import (
@@ -86,17 +87,18 @@ class _Progress:
 _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
 
 
-class _HeadDeadline(io.RawIOBase):
-    """The raw stream under a response's buffered file. While the head is read (between
-    :meth:`start` and :meth:`stop`), every read from the socket must end before one deadline,
-    so a server dripping a byte at a time (or endless interim responses and header lines)
-    cannot hold a call longer than the read time-out.
+class _AnswerDeadline(io.RawIOBase):
+    """The raw stream under a response's buffered file. The head is read within the read
+    time-out of its first read, and the body (chunk sizes, extensions and trailer lines
+    included) within the read time-out of its own first read: every read from the socket must
+    end before its phase's deadline, so a server dripping a byte at a time (or sending endless
+    interim responses, header lines or trailers) cannot hold a call longer than that.
 
-    The first read needs no time-out of its own (the socket's is the read time-out, and the
-    deadline starts with that read); each later one gets what is left. So the time-out is set
-    again only when the head takes more than one read, not for each of its lines: every
-    ``settimeout`` is a system call that lets go of the GIL, a chance for each other thread
-    to take it.
+    The first read of a phase needs no time-out of its own (the socket's is the read time-out,
+    and the deadline starts with that read); each later one gets what is left. So the time-out
+    is set again only when a phase takes more than one read, not for each of its lines: every
+    ``settimeout`` is a system call that lets go of the GIL, a chance for each other thread to
+    take it.
     """
 
     def __init__(self, fp: io.BufferedReader, sock: socket.socket) -> None:
@@ -107,20 +109,34 @@ class _HeadDeadline(io.RawIOBase):
         self._sock = sock
         self._timeout: float | None = None
         self._deadline: float | None = None
-        self._heading = False
         self._changed = False
+        self._ended = False
 
     def start(self) -> None:
+        """The head's phase begins."""
         self._timeout = self._sock.gettimeout()
         self._deadline = None
-        self._heading = self._timeout is not None
         self._changed = False
 
-    def stop(self) -> None:
-        self._heading = False
+    def next_phase(self) -> None:
+        """The head is in: the body's phase begins, with a deadline of its own."""
+        self._deadline = None
+        self._restore()
+
+    def _restore(self) -> None:
         if self._changed:
             self._changed = False
             self._sock.settimeout(self._timeout)
+
+    def leftover(self, buffered: io.BufferedReader) -> bool:
+        """Whether anything was received past the end of the answer (in ``buffered``, the
+        file over this stream, or in TLS's own buffer), but for empty lines, which HTTP
+        parsers skip between answers (the async client's does). Reads nothing more from the
+        socket."""
+        self._ended = True
+        if buffered.peek(1).strip(b"\r\n"):
+            return True
+        return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
 
     def readable(self) -> bool:
         return True
@@ -129,7 +145,9 @@ class _HeadDeadline(io.RawIOBase):
         return self._raw.fileno()
 
     def readinto(self, buffer: Any) -> int | None:
-        if self._heading and self._timeout is not None:
+        if self._ended:
+            return 0
+        if self._timeout is not None:
             now = time.monotonic()
             if self._deadline is None:
                 # The socket already waits at most the read time-out: the deadline starts here.
@@ -137,7 +155,7 @@ class _HeadDeadline(io.RawIOBase):
             else:
                 left = self._deadline - now
                 if left <= 0:
-                    raise TimeoutError("the response head took longer than the read time-out")
+                    raise TimeoutError("the answer took longer than the read time-out")
                 self._sock.settimeout(left)
                 self._changed = True
         n: int | None = self._raw.readinto(buffer)
@@ -147,6 +165,8 @@ class _HeadDeadline(io.RawIOBase):
         if not self.closed:
             super().close()
             self._fp.close()
+            with contextlib.suppress(OSError):
+                self._restore()  # the connection's next request starts from its own time-outs
 
 
 class _FinalResponse(http.client.HTTPResponse):
@@ -158,19 +178,30 @@ class _FinalResponse(http.client.HTTPResponse):
 
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
         super().__init__(sock, *args, **kwargs)
-        self._head_raw = _HeadDeadline(self.fp, sock)
-        self.fp = io.BufferedReader(self._head_raw)
+        self._sock = sock
+        self._raw_in = _AnswerDeadline(self.fp, sock)
+        self.fp = io.BufferedReader(self._raw_in)
 
     def begin(self) -> None:
         if self.headers is not None:
             return
-        self._head_raw.start()
-        try:
-            super().begin()
-        finally:
-            self._head_raw.stop()
+        self._raw_in.start()
+        super().begin()
+        self._raw_in.next_phase()
         if self.msg.defects or self.msg.get_payload():
             raise http.client.HTTPException("the response has header lines that cannot be parsed")
+
+    def _close_conn(self) -> None:
+        # The answer is over (read whole, or given up): anything received past its end is no
+        # answer to any request, so the connection must not carry another one. Shut down
+        # here, before urllib3 puts the connection back in its pool, where its check of an
+        # idle connection then finds it closed and makes a new one.
+        fp = self.fp
+        if isinstance(fp, io.BufferedReader) and not fp.closed:
+            with contextlib.suppress(OSError, ValueError):
+                if self._raw_in.leftover(fp):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+        super()._close_conn()  # type: ignore[misc]
 
     def _read_status(self) -> tuple[str, int, str]:
         for _ in range(MAX_INTERIM_RESPONSES):
@@ -499,29 +530,36 @@ class HttpTransport:
         self.max_response_bytes = max_response_bytes
         self._redact = redact
         self._where = endpoint(url)
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = verify
-        if proxies:
-            session.proxies.update(proxies)
-        adapter = _Adapter(pool_connections=1, pool_maxsize=max_connections, max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
+        self._max_connections = max_connections
+        self._verify = verify
+        self._proxies = dict(proxies)
+        session = self._new_session()
         # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
         # proxies from closing the connection after each call. Accept-Encoding is the async
         # client's, whatever decoders happen to be installed.
         session.headers["User-Agent"] = user_agent
         session.headers["Accept-Encoding"] = "gzip, deflate"
-        self._session = session
-        self._adapter = adapter
-        self._verify = verify
-        self._proxies = dict(proxies)
         # The request line, URL and fixed headers are prepared once; each call copies the
         # template, sets its own headers and body, and goes to the adapter itself. This skips
         # requests' per-call merging of session settings, and Session.send's hooks, redirect
         # check and cookie jar (shared by all threads, behind one lock): nothing a SOAP call
         # uses (no cookie is ever sent).
         self._template = requests.Request("POST", url, headers=dict(session.headers)).prepare()
+
+    def _new_session(self) -> requests.Session:
+        """A session with an empty pool, made in (and for) this process."""
+        session = requests.Session()
+        session.trust_env = False
+        session.verify = self._verify
+        if self._proxies:
+            session.proxies.update(self._proxies)
+        adapter = _Adapter(pool_connections=1, pool_maxsize=self._max_connections, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        self._session = session
+        self._adapter = adapter
+        self._forks = forks()
+        return session
 
     def _prepare(
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str]
@@ -551,6 +589,11 @@ class HttpTransport:
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str], request_id: str
     ) -> RawResponse:
         start = time.perf_counter()
+        if self._forks != forks():
+            # A child process: the pooled connections are its parent's, which may use
+            # them still. They are left to the parent (closing would be no harm, but
+            # nothing of theirs may be read or written here) and new ones are made.
+            self._new_session()
         progress = _Progress()
         reset = _progress.set(progress)
         try:
@@ -618,8 +661,23 @@ class HttpTransport:
         # many bytes came: urllib3 gave the connection back to the pool with the last of them.
         plain = "Content-Encoding" not in headers and "Transfer-Encoding" not in headers
         expected = length if plain and length is not None else -1
+
+        def too_slow() -> RequestTimeoutError:
+            return RequestTimeoutError(
+                f"the response took longer than {read_timeout} s to arrive; the request may "
+                "have been delivered",
+                request_id=request_id,
+                maybe_delivered=True,
+            )
+
         while True:
-            chunk = raw.read1(65536, decode_content=True)
+            try:
+                chunk = raw.read1(65536, decode_content=True)
+            except Exception as exc:
+                # The socket's own reads keep the body's deadline (_AnswerDeadline).
+                if any(_is_timeout(e) for e in _chain(exc)):
+                    raise too_slow() from None
+                raise
             if not chunk:
                 break
             total += len(chunk)
@@ -633,10 +691,5 @@ class HttpTransport:
             if total == expected:
                 break
             if time.monotonic() > deadline:
-                raise RequestTimeoutError(
-                    f"the response took longer than {read_timeout} s to arrive; the "
-                    "request may have been delivered",
-                    request_id=request_id,
-                    maybe_delivered=True,
-                )
+                raise too_slow()
         return b"".join(chunks)

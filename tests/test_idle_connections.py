@@ -1,0 +1,125 @@
+"""An answer belongs to a request only if that request was written on that connection.
+
+A server (or a middlebox) may write on a keep-alive connection while the client holds it idle
+in its pool: a second, unsolicited answer, a ``408`` before it closes (as load balancers do at
+their idle time-out), part of an answer, garbage, an empty line. Whatever it wrote, and
+wherever it waits (in the kernel, or already read into the client's buffers), the next call
+goes out on a new connection and gets its own answer, without using a retry: nothing of its
+request was written to the spoiled one. The same holds for bytes that came in the same write
+as the end of the last answer, but for empty lines there, which HTTP parsers skip between
+answers (both clients do). Each case runs against both clients.
+
+One outcome differs: garbage in the same read as the end of an answer makes aiohttp's parser
+refuse the whole read, answer included, so the async client reports that call as failed and
+maybe delivered (never as sent, never as not sent); the threaded client reads the answer and
+drops the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from conftest import Face, send_response
+from faxws import FaxFile, TransportError
+from scripted import WAIT, Conn, ScriptedServer, reply
+
+ANSWER_1 = reply(send_response(["J1"])).replace(b"Connection: close\r\n", b"")
+ANSWER_2 = reply(send_response(["J2"]))
+
+STALE_200 = reply(send_response(["J-STALE"])).replace(b"close", b"keep-alive")
+
+#: What the server writes on the idle connection, and whether it then closes it.
+STALE: dict[str, tuple[bytes, bool]] = {
+    "a stale 200 answer": (
+        reply(send_response(["J-STALE"])).replace(b"close", b"keep-alive"),
+        False,
+    ),
+    "408 and close": (
+        b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        True,
+    ),
+    "408, its close still to come": (
+        b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        False,
+    ),
+    "part of an answer": (b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Le", False),
+    "a whole head, its body still to come": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: 400\r\n\r\n<soap:",
+        False,
+    ),
+    "garbage": (b"\x00\xffnot http at all\r\n", False),
+    "a bare CRLF": (b"\r\n", False),
+}
+
+#: When it writes it: with the end of the last answer, or later, while the connection is
+#: idle (then the client either has not read it yet or, for the async client, has).
+WHEN = ("with the answer", "while idle, unread", "while idle, read by the client")
+
+
+def server_for(
+    stale: bytes, close: bool, when: str, idle: threading.Event
+) -> Callable[[Conn], None]:
+    served = 0
+
+    def script(conn: Conn) -> None:
+        nonlocal served
+        served += 1
+        if served == 1:
+            conn.read_request()
+            if when == "with the answer":
+                conn.send(ANSWER_1 + stale)
+            else:
+                conn.send(ANSWER_1)
+                idle.wait(WAIT)  # the client has its answer and holds the connection idle
+                conn.send(stale)
+            conn.server.headers_read.set()  # (used here as: the stale bytes are written)
+            if not close and conn.read_request() is not None:
+                conn.send(ANSWER_2)  # the connection was kept: only the empty line may do that
+            return
+        conn.read_request()
+        conn.send(ANSWER_2)
+
+    return script
+
+
+async def _let_the_loop_read() -> None:
+    # Passes of the event loop, so that what arrived is read into aiohttp's buffers (the
+    # outcome must be the same whether it was or not).
+    for _ in range(20):
+        await asyncio.sleep(0.005)
+
+
+def call(client: object, rid: str) -> tuple[str, ...]:
+    result = client.send_fax(  # type: ignore[attr-defined]
+        ["+1 555 0100"], [FaxFile(b"%PDF-1.4 one page", 101)], rid
+    )
+    return tuple(result.job_ids)
+
+
+@pytest.mark.parametrize("when", WHEN)
+@pytest.mark.parametrize("case", sorted(STALE))
+def test_what_arrives_on_an_idle_connection_is_never_taken_for_an_answer(
+    case: str, when: str, serve: Callable[..., ScriptedServer], face: Face
+) -> None:
+    stale, close = STALE[case]
+    idle = threading.Event()
+    server = serve(server_for(stale, close, when, idle))
+    client = face.client(server.url(), user_id="mbx-idle", pin="4321", retries=0, timeout=(5, 5))
+    if face.is_async and case == "garbage" and when == "with the answer":
+        with pytest.raises(TransportError) as info:
+            call(client, "rid-1")
+        assert info.value.maybe_delivered is True
+    else:
+        assert call(client, "rid-1") == ("J1",)
+    idle.set()
+    assert server.headers_read.wait(WAIT)
+    if when == "while idle, read by the client" and face.is_async:
+        face.run(_let_the_loop_read())
+    assert call(client, "rid-2") == ("J2",)
+    assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-1", "rid-2"]
+    kept = case == "a bare CRLF" and when == "with the answer"
+    assert server.connections == (1 if kept else 2)
