@@ -21,6 +21,7 @@ import pytest
 from conftest import Face, send_response
 from faxws import FaxFile, FaxWSError
 from scripted import WAIT, Conn, ScriptedServer
+from test_zeep import RECIPIENT
 
 READ_TIMEOUT = 0.5
 #: A call ends within the head's and the body's read time-outs, plus this, on a busy machine.
@@ -194,15 +195,6 @@ def fax_client(url: str, face: Face) -> object:
     return client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4 one page", 101)], "rid-f")
 
 
-RECIPIENT = {
-    "RecipFaxNumber": "+1 555 0100",
-    "RecipCompany": "",
-    "RecipTitle": "",
-    "RecipName": "",
-    "RecipSecureCSID": "",
-}
-
-
 def zeep_client(url: str, face: Face) -> object:
     from faxws.zeep import make_client
 
@@ -211,12 +203,7 @@ def zeep_client(url: str, face: Face) -> object:
     )
     try:
         return client.service.SendFax(
-            Recipients={
-                "item": [
-                    {f"Recip{k}": "" for k in ("Company", "Title", "Name", "SecureCSID")}
-                    | {"RecipFaxNumber": "+1 555 0100"}
-                ]
-            },
+            Recipients={"item": [RECIPIENT]},
             FaxJobFiles={"item": [{"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF"}]},
         )
     finally:

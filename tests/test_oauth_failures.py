@@ -286,6 +286,19 @@ def check_shared_failure(
         assert len(server.captured.requests) == 1
 
 
+def counting_waiters(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """The provider's fetches from now on count the threads that wait for them."""
+    waiting = Counter()
+
+    class Flight(oauth_module._Flight):
+        def __init__(self) -> None:
+            super().__init__()
+            self.done = CountingEvent(waiting)
+
+    monkeypatch.setattr(oauth_module, "_Flight", Flight)
+    return waiting
+
+
 @pytest.mark.parametrize("case", list(FAILURES))
 def test_threads_waiting_for_a_failed_fetch_share_it_whatever_the_failure(
     monkeypatch: pytest.MonkeyPatch,
@@ -297,14 +310,7 @@ def test_threads_waiting_for_a_failed_fetch_share_it_whatever_the_failure(
     own FaxWSError with its own request id, and the endpoint saw one request. The next call
     asks again."""
     url, server = endpoint(case)
-    waiting = Counter()
-
-    class Flight(oauth_module._Flight):
-        def __init__(self) -> None:
-            super().__init__()
-            self.done = CountingEvent(waiting)
-
-    monkeypatch.setattr(oauth_module, "_Flight", Flight)
+    waiting = counting_waiters(monkeypatch)
     provider = ClientCredentials(url, "client", SECRET, timeout=(PATIENCE, 0.5))
     fetches: list[int] = []
     counted = failing_fetch(case, provider._fetch, fetches)
@@ -401,14 +407,7 @@ def test_waiters_get_an_error_when_the_fetching_thread_is_interrupted(
     gets its interruption; the threads waiting for it get a FaxWSError rather than starting
     fetches of their own."""
     server = token_server(ok_answer())
-    waiting = Counter()
-
-    class Flight(oauth_module._Flight):
-        def __init__(self) -> None:
-            super().__init__()
-            self.done = CountingEvent(waiting)
-
-    monkeypatch.setattr(oauth_module, "_Flight", Flight)
+    waiting = counting_waiters(monkeypatch)
     provider = ClientCredentials(url_of(server), "client", SECRET)
     fetches: list[int] = []
 
