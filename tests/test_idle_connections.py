@@ -123,3 +123,28 @@ def test_what_arrives_on_an_idle_connection_is_never_taken_for_an_answer(
     assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-1", "rid-2"]
     kept = case == "a bare CRLF" and when == "with the answer"
     assert server.connections == (1 if kept else 2)
+
+
+def test_bytes_that_arrive_after_the_pool_check_are_caught_before_the_first_write(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """urllib3 checks a connection when it leaves the pool; a thread may then wait for the
+    interpreter lock before it writes. FaxClient looks again just before its first write:
+    here the pool's check sees nothing (as if it ran before the stale answer came)."""
+    import urllib3.connectionpool
+
+    from faxws import FaxClient
+
+    idle = threading.Event()
+    server = serve(server_for(STALE_200, False, "while idle, unread", idle))
+    client = FaxClient(server.url(), user_id="mbx-idle", pin="4321", retries=0, timeout=(5, 5))
+    try:
+        assert call(client, "rid-1") == ("J1",)
+        idle.set()
+        assert server.headers_read.wait(WAIT)
+        monkeypatch.setattr(urllib3.connectionpool, "is_connection_dropped", lambda conn: False)
+        assert call(client, "rid-2") == ("J2",)
+    finally:
+        client.close()
+    assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-1", "rid-2"]
+    assert server.connections == 2

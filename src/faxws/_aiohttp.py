@@ -58,6 +58,7 @@ from faxws._http import (
     MAX_INTERIM_RESPONSES,
     RawResponse,
     declared_length,
+    early_success,
     endpoint,
     forks,
     transport_error,
@@ -99,6 +100,7 @@ class Sent:
         "armed",
         "document_error",
         "expired",
+        "handed",
         "precise",
         "protocol",
         "streamed",
@@ -124,6 +126,7 @@ class Sent:
         self.streamed = False
         self.armed = False
         self.written = False
+        self.handed = 0  # bytes of a streamed body given to aiohttp to write
         self.expired: str | None = None
         self.document_error: DocumentError | None = None
         self.transport: asyncio.Transport | None = None
@@ -169,6 +172,14 @@ class Sent:
             self._phase = "head"
             self._limit(self._read_timeout)
 
+    def unfinished(self, size: int) -> bool:
+        """Whether part of the request's ``size`` bytes of body was not yet handed to the
+        connection, or is still in its buffer: nothing can answer that request yet."""
+        if self.streamed and self.handed < size:
+            return True
+        transport = self.transport
+        return transport is not None and transport.get_write_buffer_size() > 0
+
     def head_done(self, response: aiohttp.ClientResponse) -> None:
         self._phase = "body"
         self._response = response
@@ -180,6 +191,7 @@ class Sent:
         self._limit(None)
         self.armed = False
         self.written = False
+        self.handed = 0
         self.transport = None
         protocol = self.protocol
         if isinstance(protocol, _Handler):
@@ -631,7 +643,7 @@ def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
         return proxy, None
     host = parts.netloc.rpartition("@")[2]
     bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    if parts.username is None or parts.password is None:
+    if not parts.username or parts.password is None:
         return bare, None  # requests sends credentials only with a user name and a password
     user, password = unquote(parts.username), unquote(parts.password)
     token = base64.b64encode(f"{user}:{password}".encode("latin-1", "replace")).decode()
@@ -639,6 +651,10 @@ def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
 
 
 # -- the transport ----------------------------------------------------------------------------
+
+#: Sessions a forked child inherited: never used, closed or collected there (see
+#: AsyncHttpTransport._session_here).
+_INHERITED: list[aiohttp.ClientSession] = []
 
 
 class AsyncHttpTransport:
@@ -708,6 +724,10 @@ class AsyncHttpTransport:
             # which may use them still. Forgotten, not closed (closing would take the
             # parent's sockets off an event loop the two processes share); new ones are
             # made on this process's loop.
+            if self._session is not None:
+                # Kept for ever: when it is collected, aiohttp closes its connections,
+                # which takes the parent's sockets off the epoll set both processes share.
+                _INHERITED.append(self._session)
             self._session, self._loop, self._forks = None, None, forks()
             self._used.clear()
         if self._session is not None:
@@ -792,6 +812,8 @@ class AsyncHttpTransport:
             keep = sent.document_error is not None and failed is sent.document_error
             raise failed from (failed.__cause__ if keep else None)
         try:
+            if 200 <= response.status < 300 and sent.unfinished(size):
+                raise early_success(request_id, self._where)
             sent.head_done(response)
             content = await self._read(response, request_id)
             sent.protocol.answered = True  # from now on, checked before it is reused
@@ -857,6 +879,7 @@ class AsyncHttpTransport:
         try:
             async for chunk in body():
                 sent.writing()
+                sent.handed += len(chunk)  # aiohttp writes it before anything else runs
                 yield chunk
                 sent.wrote()
         except DocumentError as exc:

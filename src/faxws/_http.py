@@ -40,6 +40,7 @@ __all__ = [
     "check_timeout",
     "check_verify",
     "declared_length",
+    "early_success",
     "endpoint",
     "forks",
     "transport_error",
@@ -258,6 +259,19 @@ def transport_error(
         "been delivered",
         request_id=request_id,
         maybe_delivered=True,
+    )
+
+
+def early_success(request_id: str, where: str) -> TransportError:
+    """A success that arrived before the whole request was written answers no request of
+    this call (a SOAP service answers an envelope it has read): bytes were written, so the
+    request may have been delivered."""
+    return transport_error(
+        "protocol",
+        "a success answer arrived before the whole request was sent",
+        written=True,
+        request_id=request_id,
+        where=where,
     )
 
 

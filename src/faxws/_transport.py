@@ -34,6 +34,7 @@ import requests.adapters
 import urllib3
 import urllib3.connection
 import urllib3.exceptions
+from urllib3.util.wait import wait_for_read
 
 from faxws._eager_socket import EAGER_SOCKETS, EagerSocket
 from faxws._http import (
@@ -46,6 +47,7 @@ from faxws._http import (
     check_timeout,
     check_verify,
     declared_length,
+    early_success,
     endpoint,
     forks,
     transport_error,
@@ -78,10 +80,12 @@ __all__ = [
 class _Progress:
     """What one send did on the wire."""
 
-    __slots__ = ("written",)
+    __slots__ = ("early", "written")
 
     def __init__(self) -> None:
         self.written = False
+        #: Something arrived before the whole request was written: no answer to it.
+        self.early = False
 
 
 _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
@@ -231,6 +235,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
     _connecting = False
     _holding_head = False
     _head: bytes | None = None
+    _requests = 0
 
     def connect(self) -> None:
         # Bytes written while connecting (a proxy's CONNECT) are not the request's.
@@ -258,7 +263,11 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             self._head = bytes(data)
             return
         head, self._head = self._head, None
-        if head is not None:
+        if head is None:
+            self._note_early()  # a later part of the body
+        else:
+            if self._requests > 1:
+                self._fresh_if_spoiled()
             if isinstance(data, (bytes, memoryview)) and memoryview(data).nbytes <= _JOIN_LIMIT:
                 data = head + data
             else:
@@ -282,13 +291,37 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
                 progress.written = True
             view = view[n:]
 
+    def _note_early(self) -> None:
+        progress = _progress.get()
+        if (
+            progress is not None
+            and progress.written
+            and not progress.early
+            and self.sock is not None
+            and wait_for_read(self.sock, timeout=0.0)
+        ):
+            progress.early = True
+
+    def _fresh_if_spoiled(self) -> None:
+        """Just before a reused connection's first write: urllib3 checked it when it left
+        the pool, but a thread may wait long for the GIL since. Anything that arrived
+        meanwhile answers no request written here: the request goes on a new connection."""
+        sock = self.sock
+        if sock is not None and wait_for_read(sock, timeout=0.0):
+            self.sock = None
+            sock.close()
+            self.connect()
+
     def request(self, *args: Any, **kwargs: Any) -> None:
+        self._requests += 1
         self._holding_head = True
         self._head = None
         try:
             super().request(*args, **kwargs)
             head, self._head = self._head, None
             if head is not None:  # no body followed
+                if self._requests > 1:
+                    self._fresh_if_spoiled()
                 self._write(head)
         except DocumentError:
             self._abort()
@@ -301,6 +334,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             progress = _progress.get()
             if progress is None or not progress.written or self.sock is None:
                 raise
+            progress.early = True
         finally:
             self._holding_head = False
             self._head = None
@@ -619,6 +653,9 @@ class HttpTransport:
             _progress.reset(reset)
         if failed is not None:
             raise failed
+        if progress.early and 200 <= response.status_code < 300:
+            response.close()
+            raise early_success(request_id, self._where)
         try:
             content = self._read(response, request_id)
         except FaxWSError:
