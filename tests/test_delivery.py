@@ -25,8 +25,7 @@ import pytest
 import trustme
 
 from conftest import Face, report_response, send_response
-from faxws import BadInputError, ConnectError, FaxFile, FaxWSError, RequestTimeoutError, _transport
-from faxws._eager_socket import EAGER_SOCKETS, EagerSocket
+from faxws import BadInputError, ConnectError, FaxFile, FaxWSError, RequestTimeoutError
 from scripted import WAIT, Conn, ScriptedServer, reply
 
 USER = "mbx-delivery"
@@ -710,55 +709,7 @@ def test_a_tunnel_through_an_https_proxy_carries_the_call(
     assert proxy.connections == 1
 
 
-# -- plain TCP: reads and writes first, polls only when they must -----------------------------
-
-
-def _keep_alive_twice(conn: Conn) -> None:
-    conn.handshake()
-    for _ in range(2):
-        conn.read_request()
-        conn.send(KEPT_ANSWER)
-
-
-@pytest.fixture
-def eager_sockets(monkeypatch: pytest.MonkeyPatch) -> list[EagerSocket]:
-    """Every socket the client makes eager, in order."""
-    made: list[EagerSocket] = []
-    take = EagerSocket.taking_over.__func__  # type: ignore[attr-defined]
-
-    def taking_over(cls: type[EagerSocket], sock: socket.socket) -> EagerSocket:
-        made.append(take(cls, sock))
-        return made[-1]
-
-    monkeypatch.setattr(EagerSocket, "taking_over", classmethod(taking_over))
-    return made
-
-
-@pytest.mark.skipif(not EAGER_SOCKETS, reason="needs select.poll")
-@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
-def test_plain_tcp_connections_are_eager_and_tls_ones_keep_pythons_time_out(
-    tls: bool,
-    serve: Callable[..., ScriptedServer],
-    server_tls: ssl.SSLContext,
-    ca_file: str,
-    make_face: Callable[[str], Face],
-    eager_sockets: list[EagerSocket],
-) -> None:
-    """Over plain TCP the connection's socket is non-blocking to Python, which then never
-    polls before a read or a write nor makes a system call to set a time-out, and holds the
-    time-out urllib3 set last (the read time-out), from call to call; over TLS the socket
-    keeps Python's time-out."""
-    server = serve(_keep_alive_twice, tls=server_tls if tls else None)
-    client = client_for(server, ca_file, make_face("sync"), timeout=(3, 7), retries=0)
-    send(client)
-    send(client)
-    assert server.connections == 1
-    if tls:
-        assert eager_sockets == []
-        return
-    [sock] = eager_sockets
-    assert socket.socket.gettimeout(sock) == 0.0
-    assert sock.gettimeout() == 7.0
+# -- time-outs on plain TCP ------------------------------------------------------------------
 
 
 def _answer_then_silence(conn: Conn) -> None:
@@ -783,23 +734,15 @@ TIME_OUTS: dict[str, tuple[Callable[[Conn], None], int, int]] = {
 }
 
 
-@pytest.mark.parametrize("way", ["eager", "python"])
 @pytest.mark.parametrize("case", sorted(TIME_OUTS))
-def test_time_outs_on_plain_tcp_hold_either_way(
+def test_time_outs_on_plain_tcp_are_each_waited_once(
     case: str,
-    way: str,
     serve: Callable[..., ScriptedServer],
     ca_file: str,
     make_face: Callable[[str], Face],
-    eager_sockets: list[EagerSocket],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The same time-outs whether the socket is eager or keeps Python's time-out (as where
-    there is no ``select.poll``): the read time-out of 1 s, or for a write the connect
-    time-out of 3 s and the read time-out, each waited once, and maybe delivered."""
-    if way == "eager" and not EAGER_SOCKETS:
-        pytest.skip("needs select.poll")
-    monkeypatch.setattr(_transport, "EAGER_SOCKETS", way == "eager")
+    """The read time-out of 1 s, or for a write the connect time-out of 3 s and the read
+    time-out, each waited once, and maybe delivered."""
     script, before, size = TIME_OUTS[case]
     server = serve(script, rcvbuf=64 << 10)
     client = client_for(server, ca_file, make_face("sync"), timeout=(3, 1), retries=0)
@@ -814,4 +757,3 @@ def test_time_outs_on_plain_tcp_hold_either_way(
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-d"
     assert server.connections == 1
-    assert len(eager_sockets) == (1 if way == "eager" else 0)

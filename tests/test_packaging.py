@@ -91,8 +91,7 @@ def test_installed_wheel_works_from_another_directory(wheel: Path, tmp_path: Pat
         import faxws
         from faxws import _resources
         assert faxws.__file__.startswith({str(target)!r}), faxws.__file__
-        with _resources.xsd_path() as xsd:
-            assert xsd.read_text().count('targetNamespace="urn:FaxWS"') == 1
+        assert _resources.read_xsd().count(b'targetNamespace="urn:FaxWS"') == 1
         client = faxws.FaxClient("https://fax.example.com", user_id="u", pin="1")
         print(client.url)
         """

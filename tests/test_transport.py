@@ -27,8 +27,6 @@ from faxws import (
     HTTPStatusError,
     RequestTimeoutError,
     TransportError,
-    _eager_socket,
-    _transport,
 )
 from scripted import Conn, ScriptedServer
 
@@ -197,19 +195,13 @@ def test_a_client_copied_or_unpickled_still_calls(
     client.close()
 
 
-@pytest.mark.parametrize("way", ["eager", "python"])
 def test_a_call_makes_few_system_calls_on_a_kept_connection(
-    way: str, capture_server: type[CaptureServer], monkeypatch: pytest.MonkeyPatch
+    capture_server: type[CaptureServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every system call on the socket lets go of the GIL, a chance for each other thread
     sharing the client to take it. On a kept connection a small request goes out in one write
-    (head and body together). An eager socket (plain TCP) sets no time-out in the kernel at
-    all and polls only before a read that would block; a socket with Python's time-out has it
-    set where urllib3 sets it (twice per call) and again only before a further read of the
-    answer's head, not for each header line."""
-    if way == "eager" and not _eager_socket.EAGER_SOCKETS:
-        pytest.skip("needs select.poll")
-    monkeypatch.setattr(_transport, "EAGER_SOCKETS", way == "eager")
+    (head and body together); the time-out is set where urllib3 sets it (twice per call) and
+    again only before a further read of the answer, not for each header line."""
     answer = http_reply(report_response(), extra="X-A: 1\r\nX-B: 2\r\nX-C: 3\r\n")
     server = capture_server(lambda raw: answer)
     client = FaxClient(server.url, user_id="u", pin="1")
@@ -235,10 +227,6 @@ def test_a_call_makes_few_system_calls_on_a_kept_connection(
 
     for name in ("send", "sendall", "settimeout", "recv_into"):
         spy(socket.socket, name, "send" if name == "sendall" else name)
-    # What an eager socket calls of the base class, and its waits.
-    spy(_eager_socket, "_send", "send")
-    spy(_eager_socket, "_recv_into", "recv_into")
-    spy(_eager_socket.EagerSocket, "_wait", "poll")
     calls = 5
     for _ in range(calls):
         client.get_fax_broadcast_report("J1")
@@ -247,12 +235,7 @@ def test_a_call_makes_few_system_calls_on_a_kept_connection(
     assert len(writes) == calls
     assert all(w.startswith(b"POST ") and w.endswith(b"</soap:Envelope>") for w in writes)
     assert counts["recv_into"] >= calls
-    if way == "eager":
-        assert counts["settimeout"] == 0
-        assert counts["recv_into"] == calls + counts["poll"]  # read again only after a wait
-    else:
-        assert counts["poll"] == 0
-        assert counts["settimeout"] <= 2 * calls + (counts["recv_into"] - calls)
+    assert counts["settimeout"] <= 2 * calls + (counts["recv_into"] - calls)
 
 
 def test_netrc_and_proxy_variables_are_ignored(

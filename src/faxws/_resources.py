@@ -35,15 +35,6 @@ def read_xsd() -> bytes:
 
 
 @contextlib.contextmanager
-def xsd_path() -> Iterator[Path]:
-    """A real file path of the XSD (extracted if the package is zipped)."""
-    from importlib import resources
-
-    with resources.as_file(_folder().joinpath(XSD_NAME)) as path:
-        yield path
-
-
-@contextlib.contextmanager
 def wsdl_path() -> Iterator[Path]:
     """A real file path of the WSDL, with the XSD it imports beside it."""
     from importlib import resources

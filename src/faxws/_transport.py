@@ -36,7 +36,6 @@ import urllib3.connection
 import urllib3.exceptions
 from urllib3.util.wait import wait_for_read
 
-from faxws._eager_socket import EAGER_SOCKETS, EagerSocket
 from faxws._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
@@ -244,11 +243,6 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             super().connect()
         finally:
             self._connecting = False
-        # A plain TCP connection (not TLS, nor a tunnel through a proxy) reads and writes at
-        # once and polls only when it must; setting a time-out is no system call either
-        # (faxws._eager_socket).
-        if EAGER_SOCKETS and type(self.sock) is socket.socket:
-            self.sock = EagerSocket.taking_over(self.sock)
 
     def send(self, data: Any) -> None:
         if self.sock is None:

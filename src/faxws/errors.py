@@ -5,8 +5,11 @@ outside a call, such as building a :class:`~faxws.Recipient` with a bad value), 
 where there was a response, and ``maybe_delivered``: whether the request may have reached the
 service. Only a ``maybe_delivered=False`` failure of SendFax is safe to send again.
 
-Lower layers never leak through: requests, urllib3 and lxml exceptions are mapped onto these
-classes (the original stays available as ``__cause__``).
+Lower layers never leak through: requests, urllib3, aiohttp and lxml exceptions are mapped
+onto these classes, and the message names the root cause in a few words. Their exceptions are
+not chained (neither as ``__cause__`` nor as ``__context__``): their text may quote what a
+server sent, secrets included. A :class:`DocumentError` may keep the error of the caller's own
+document as its cause.
 """
 
 from __future__ import annotations
