@@ -14,6 +14,7 @@ import pytest
 from faxws import FaxClient, FaxFile, FileType
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, _http
 from faxws.testing._http import MAX_BODY
+from test_simulator_http import exchange
 
 HOST = "Host: 127.0.0.1\r\n"
 _FAULT = json.dumps({"fault": "http_status", "status": 503, "times": 5}).encode()
@@ -55,17 +56,6 @@ def sim() -> Iterator[FaxWSSimulator]:
         yield simulator
 
 
-def exchange(port: int, data: bytes) -> bytes:
-    """Send ``data``, end the sending side, and read until the simulator closes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(data)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
-
-
 def answers(data: bytes, heads: tuple[int, ...] = ()) -> list[tuple[int, dict[str, str], bytes]]:
     """The answers in ``data``, each with its headers (lower-case names) and body; those at
     the indexes ``heads`` answer HEAD, so without a body. Fails on bytes that are not whole
@@ -99,7 +89,7 @@ def assert_one_answer_then_closed_or_kept_going(
     """``request`` followed by :data:`FOLLOW`: its answer, then either the connection closed
     (said in the answer) or the follow-up answered as on a fresh connection; never an answer
     to anything in the body."""
-    got = answers(exchange(sim.port, request + FOLLOW), (0,) if head else ())
+    got = answers(exchange(sim, request + FOLLOW), (0,) if head else ())
     if got and got[0][0] == 100:  # the invitation to send a body announced with Expect
         got = got[1:]
     assert 1 <= len(got) <= 2, [(status, body[:80]) for status, _, body in got]
@@ -160,7 +150,7 @@ def test_a_page_on_another_name_or_without_the_token_leaves_no_body_behind(path:
         with FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as client:
             client.send_fax(["+1 5"], [FaxFile(b"%PDF-1.4 page", FileType.PDF)])
         request = framed("POST", path, headers, SMUGGLED)
-        status, _, _ = answers(exchange(sim.port, request))[0]
+        status, _, _ = answers(exchange(sim, request))[0]
         assert status == 401
         assert_untouched(sim)
     with FaxWSSimulator() as sim:
@@ -169,7 +159,7 @@ def test_a_page_on_another_name_or_without_the_token_leaves_no_body_behind(path:
         request = framed("POST", path, headers, SMUGGLED).replace(
             HOST.encode(), b"Host: evil.example\r\n", 1
         )
-        status, _, _ = answers(exchange(sim.port, request))[0]
+        status, _, _ = answers(exchange(sim, request))[0]
         assert status == 403
         assert_untouched(sim)
 
@@ -271,7 +261,7 @@ def test_framing_other_than_one_plain_length_is_refused_and_the_connection_close
 ) -> None:
     headers, body, expected = FRAMINGS[framing]
     request = framed(method, path, "Content-Type: application/json\r\n" + headers, body)
-    got = answers(exchange(sim.port, request + FOLLOW), (0,) if method == "HEAD" else ())
+    got = answers(exchange(sim, request + FOLLOW), (0,) if method == "HEAD" else ())
     assert len(got) == 1, [(status, body[:80]) for status, _, body in got]
     status, fields, _ = got[0]
     assert status == expected
