@@ -33,7 +33,6 @@ from faxws import (
     FaxClient,
     ValidationIssue,
     _codegen,
-    _runs,
     _wire,
     bindings,
     validation,
@@ -283,10 +282,10 @@ def test_a_few_issues_among_many_siblings_keep_their_exact_form() -> None:
 
 
 def python_lines_run(fn: Callable[[], object]) -> int:
-    """How many lines of faxws/validation.py and faxws/_runs.py run during ``fn()``, each
+    """How many lines of faxws/validation.py run during ``fn()``, each
     pass of a loop (a comprehension's too) counted: the modules' work, without a clock."""
     count = 0
-    modules = {validation.__file__, _runs.__file__}
+    modules = {validation.__file__}
 
     def local(frame: Any, event: str, arg: object) -> Any:
         nonlocal count
@@ -317,9 +316,8 @@ def test_the_work_per_issue_does_not_grow_with_the_siblings() -> None:
 
 
 def test_8000_issues_take_seconds_not_minutes() -> None:
-    """About 0.15 s here, in time linear in the issues (see test_validation_runs.py): 0.6 s
-    when lxml worked out libxml2's path of every error among 8,000 siblings, 40 s when every
-    issue scanned them again in Python. The bound is generous for slow machines."""
+    """About 0.6 s here (libxml2 works out the path of every error among 8,000 siblings); 40 s
+    when every issue scanned them again in Python. The bound is generous for slow machines."""
     doc = files_doc(8000)
     started = time.perf_counter()
     issues = validate(doc)

@@ -11,10 +11,6 @@ ever fetched or expanded, and the parser's size and depth limits stay on.
 
 The schema is compiled once per process; a thread validating while others do uses a compiled
 copy of its own (see ``Validator._validate``), so no validation waits for another.
-
-A document parsed here with long runs of sibling elements that have issues is validated in
-steps (see :mod:`faxws._runs`), in time linear in its issues where plain validation grows
-with siblings x issues; the issues are exactly those of plain validation.
 """
 
 from __future__ import annotations
@@ -25,16 +21,13 @@ import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from lxml import etree
 
 from faxws import _resources, _safexml
 from faxws._soap import SOAP11_NS, SOAP12_NS
 from faxws.errors import BadInputError
-
-if TYPE_CHECKING:
-    from faxws import _runs  # imported when a document has a run (see _run_records)
 
 __all__ = ["ValidationIssue", "ValidationIssues", "Validator", "validate", "validate_or_raise"]
 
@@ -83,10 +76,6 @@ def _check_max_issues(value: object) -> int | None:
 
 XS_NS = "http://www.w3.org/2001/XMLSchema"
 
-#: More element children than this under one parent make a run (see faxws._runs): below it,
-#: numbering an element among its siblings costs libxml2 little.
-RUN = 64
-
 
 class Validator:
     """A compiled schema and the checks around it. Safe to share between threads.
@@ -111,9 +100,6 @@ class Validator:
         # Compiled copies not in use at the moment (see _validate); the first is compiled
         # here, so that a schema that does not compile fails now.
         self._idle = [etree.XMLSchema(doc)]
-        # The derived schemas for long runs of siblings (see faxws._runs), made on first
-        # need; False when this schema is not one they cover.
-        self._derived: _runs.RunSchemas | bool | None = None
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Validator:
@@ -128,8 +114,7 @@ class Validator:
         root, issues = _load(document)
         if root is None:
             return ValidationIssues(issues)
-        # A tree parsed here is nobody else's: it may carry the marks of the run-aware way.
-        return self._check(root, limit, runs=not isinstance(document, etree._Element))
+        return self._check(root, limit)
 
     def validate_or_raise(self, document: Document, *, max_issues: int | None = None) -> None:
         """See :func:`validate_or_raise`."""
@@ -142,30 +127,17 @@ class Validator:
 
         ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
         """
-        return self._issues(payload, _check_max_issues(max_issues), runs=None)
+        return self._issues(payload, _check_max_issues(max_issues))
 
-    def _issues(
-        self,
-        payload: etree._Element,
-        limit: int | None,
-        *,
-        runs: int | None,
-        sample: bool = True,
-    ) -> ValidationIssues:
-        """The issues of ``payload``. ``runs``: a tree of this validation's own, in which an
-        element with more than ``runs`` element children may make the run-aware way worth it
-        (see :mod:`faxws._runs`; the result is the same); None: the plain way."""
+    def _issues(self, payload: etree._Element, limit: int | None) -> ValidationIssues:
+        """The issues of ``payload``, the first ``limit`` of them (None: all)."""
         tree = _Tree(payload)
-        found = self._run_records(payload, tree, runs, sample=sample) if runs is not None else None
-        if found is None:
-            errors = self._validate(payload)
-            total = len(errors)
-            found = [
-                (e.line, payload, tuple(s for s in (e.path or "").split("/") if s)[1:], e.message)
-                for e in errors[:limit]
-            ]
-        else:
-            total = len(found)
+        errors = self._validate(payload)
+        total = len(errors)
+        found = [
+            (e.line, payload, tuple(s for s in (e.path or "").split("/") if s)[1:], e.message)
+            for e in errors[:limit]
+        ]
         readable: dict[str, str] = {}  # the same few messages come back for many elements
         issues = ValidationIssues(total=total)
         for line, base, steps, text in found[:limit]:
@@ -177,49 +149,6 @@ class Validator:
                 ValidationIssue(line, tree.path(node if node is not None else payload), message)
             )
         return issues
-
-    def _run_records(
-        self, payload: etree._Element, tree: _Tree, runs: int, *, sample: bool = True
-    ) -> list[_runs.Record] | None:
-        """The errors the run-aware way, or None when it does not apply or is not worth it
-        (``sample``: judged by the issues of a few elements of each run)."""
-        if all(len(e) <= runs for e in payload.iter()):  # most documents: quick, and no import
-            return None
-        from faxws import _runs
-
-        schemas = self._run_schemas()
-        if schemas is None:
-            return None
-        parents = schemas.run_parents(payload, runs)
-        if not parents:
-            return None
-        # Sampling an element that holds runs (of nested declarations) writes marks into it
-        # and takes them off again, a document's own too: it must have none. Otherwise the
-        # document is looked at only when the samples make this way worth it.
-        looked = any(schemas.nested)
-        if looked and not _runs.applies(payload):
-            return None
-        kit = schemas.take()
-        try:
-            if sample and not schemas.sampled_issues(kit, parents):
-                return None
-            if not looked and not _runs.applies(payload):
-                return None
-            return _runs.records(kit, schemas.nested, payload, tree.walk)
-        except _runs.DocumentNotCoveredError:
-            return None
-        finally:
-            schemas.give(kit)
-
-    def _run_schemas(self) -> _runs.RunSchemas | None:
-        from faxws import _runs
-
-        if self._derived is None:
-            try:
-                self._derived = _runs.RunSchemas(self._doc)
-            except (_runs.SchemaNotCoveredError, etree.LxmlError):
-                self._derived = False  # validated the plain way, as before
-        return self._derived if isinstance(self._derived, _runs.RunSchemas) else None
 
     def is_valid(self, payload: etree._Element) -> bool:
         """Whether ``payload`` (and what it holds) is valid against the schema: as
@@ -248,9 +177,7 @@ class Validator:
         finally:
             self._idle.append(schema)
 
-    def _check(
-        self, root: etree._Element, max_issues: int | None = None, *, runs: bool = False
-    ) -> ValidationIssues:
+    def _check(self, root: etree._Element, max_issues: int | None = None) -> ValidationIssues:
         qname = etree.QName(root)
         if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
             return ValidationIssues(
@@ -265,10 +192,10 @@ class Validator:
             if payload is None:
                 return ValidationIssues(issues)
             root = payload
-        return self._check_payload(root, max_issues, runs=runs)
+        return self._check_payload(root, max_issues)
 
     def _check_payload(
-        self, payload: etree._Element, max_issues: int | None = None, *, runs: bool = False
+        self, payload: etree._Element, max_issues: int | None = None
     ) -> ValidationIssues:
         qname = etree.QName(payload)
         line = _line(payload)
@@ -294,7 +221,7 @@ class Validator:
                     )
                 ]
             )
-        return self._issues(payload, max_issues, runs=RUN if runs else None)
+        return self._issues(payload, max_issues)
 
 
 _default: Validator | None = None
