@@ -193,12 +193,7 @@ class Sent:
         self.written = False
         self.handed = 0
         self.transport = None
-        protocol = self.protocol
-        if isinstance(protocol, _Handler):
-            if protocol.watched is self:
-                protocol.watched = None
-            if protocol.owner is self:
-                protocol.owner = None
+        self._let_go()
         self.protocol = None  # the next connection's times are its own
 
     # -- the time limit --
@@ -276,14 +271,19 @@ class Sent:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        self._let_go()
+        if failed and self.transport is not None:
+            self.transport.abort()
+
+    def _let_go(self) -> None:
+        """The connection no longer times this attempt (its timer waits for the next one,
+        or ends), and what arrives on it from now on answers no request of this one."""
         protocol = self.protocol
         if isinstance(protocol, _Handler):
             if protocol.watched is self:
-                protocol.watched = None  # its timer waits for the next attempt, or ends
+                protocol.watched = None
             if protocol.owner is self:
-                protocol.owner = None  # what arrives from now on answers no request
-        if failed and self.transport is not None:
-            self.transport.abort()
+                protocol.owner = None
 
 
 _sent: ContextVar[Sent | None] = ContextVar("faxws_sent", default=None)
@@ -680,14 +680,15 @@ class AsyncHttpTransport:
         self._verify = verify
         parts = urlsplit(url)
         self._where = endpoint(url)
-        self._proxy, proxy_authorization = _proxy_parts(_select_proxy(url, proxies))
+        chosen = _select_proxy(url, proxies)
+        self._proxy, proxy_authorization = _proxy_parts(chosen)
         if (
             self._proxy is not None
             and self._proxy.startswith("https:")
             and parts.scheme == "https"
             and sys.version_info < (3, 11)
         ):
-            key = next(k for k, v in proxies.items() if v == _select_proxy(url, proxies))
+            key = next(k for k, v in proxies.items() if v == chosen)
             raise BadInputError(
                 f"proxies[{key!r}]",
                 "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
@@ -717,9 +718,10 @@ class AsyncHttpTransport:
 
     def _session_here(self, request_id: str) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        if self._session is not None and self._loop is loop and self._forks == forks():
+        forked = self._forks != forks()
+        if self._session is not None and self._loop is loop and not forked:
             return self._session
-        if self._forks != forks():
+        if forked:
             # A child process: the session, its connections and its loop are the parent's,
             # which may use them still. Forgotten, not closed (closing would take the
             # parent's sockets off an event loop the two processes share); new ones are

@@ -260,8 +260,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         if head is None:
             self._note_early()  # a later part of the body
         else:
-            if self._requests > 1:
-                self._fresh_if_spoiled()
+            self._fresh_if_spoiled()
             if isinstance(data, (bytes, memoryview)) and memoryview(data).nbytes <= _JOIN_LIMIT:
                 data = head + data
             else:
@@ -301,7 +300,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         the pool, but a thread may wait long for the GIL since. Anything that arrived
         meanwhile answers no request written here: the request goes on a new connection."""
         sock = self.sock
-        if sock is not None and wait_for_read(sock, timeout=0.0):
+        if self._requests > 1 and sock is not None and wait_for_read(sock, timeout=0.0):
             self.sock = None
             sock.close()
             self.connect()
@@ -314,8 +313,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             super().request(*args, **kwargs)
             head, self._head = self._head, None
             if head is not None:  # no body followed
-                if self._requests > 1:
-                    self._fresh_if_spoiled()
+                self._fresh_if_spoiled()
                 self._write(head)
         except DocumentError:
             self._abort()
