@@ -88,8 +88,8 @@ def _cpu_seconds(pid: int) -> float:
 
 def report_request(host: str, port: int, job_id: str) -> bytes:
     """A GetFaxBroadcastReport request in the contract's form, whole, as faxws writes it."""
-    from faxws._soap import PATH, request_headers
-    from faxws._wire import envelope
+    from faxws._protocol.soap import PATH, request_headers
+    from faxws._protocol.writer import envelope
     from faxws.bindings import GetFaxBroadcastReport
     from faxws.testing import DEMO_PIN, DEMO_USER_ID
 

@@ -272,7 +272,7 @@ def test_a_client_belongs_to_the_event_loop_it_was_first_used_in(sim: Any, face:
 def test_calls_on_one_connection_share_one_timer(sim: Any) -> None:
     """Each call's time limits run on its connection's timer, set once and kept while calls
     follow each other (faster than a timer per call); it ends with the connection."""
-    from faxws._aiohttp import _Handler
+    from faxws._http.async_transport import _Handler
 
     made: list[object] = []
 
@@ -448,7 +448,7 @@ def test_a_plain_callable_returning_a_coroutine_is_refused_by_the_sync_client(
 def test_on_a_loop_that_bypasses_the_sockets_every_connected_attempt_counts_as_written() -> None:
     """uvloop and the proactor loop write without the socket objects: nothing could be
     counted there, so an attempt that got a connection says it may have been delivered."""
-    from faxws._aiohttp import Sent, counts_at_socket
+    from faxws._http.async_transport import Sent, counts_at_socket
 
     class Elsewhere(asyncio.AbstractEventLoop):
         """A loop of another family (not asyncio's selector loops)."""
@@ -563,7 +563,7 @@ def test_more_tasks_than_worker_threads_share_one_file_object(
 
 
 def test_a_file_object_being_sent_cannot_become_a_fax_file_on_the_loop(face: Face) -> None:
-    from faxws._content import release_stream, try_acquire_stream
+    from faxws._protocol.content import release_stream, try_acquire_stream
 
     stream = io.BytesIO(b"%PDF-1.4")
 

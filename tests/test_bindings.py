@@ -157,7 +157,9 @@ def test_the_namespace_and_soap_action_come_from_the_generated_bindings(
     bindings say, not constants."""
     import importlib
 
-    from faxws import _reader, _soap, _wire
+    from faxws._protocol import reader as _reader
+    from faxws._protocol import soap as _soap
+    from faxws._protocol import writer as _wire
 
     for name in ("FaxWS.wsdl", "FaxWS.xsd"):
         text = (ROOT / "wsdl" / name).read_text(encoding="utf-8").replace("urn:FaxWS", "urn:Other")

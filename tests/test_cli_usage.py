@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from faxws._redact import secret_forms
+from faxws._protocol.redact import secret_forms
 
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
 #: A secret with characters that each escaping (XML, URL, JSON, repr) writes differently.

@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from faxws import _codegen, _reader, _wire
+from faxws import _codegen
+from faxws._protocol import reader as _reader
+from faxws._protocol import writer as _wire
 from faxws.validation import Validator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -449,7 +449,7 @@ def test_no_timer_of_the_async_client_outlives_its_calls(
     import asyncio
 
     from faxws import AsyncFaxClient
-    from faxws._aiohttp import Sent, _Handler
+    from faxws._http.async_transport import Sent, _Handler
 
     served = itertools.count()
 

@@ -102,7 +102,7 @@ def test_bytes_on_either_side_of_the_inline_limit_arrive_whole(
 ) -> None:
     """Bytes up to INLINE_LIMIT are encoded as the envelope is written, larger ones while
     sending; beside a file, in either order, each arrives as it was."""
-    from faxws._wire import INLINE_LIMIT
+    from faxws._protocol.writer import INLINE_LIMIT
 
     assert INLINE_LIMIT == 256 * 1024
     data = pattern(size, seed=size % 7)
@@ -126,7 +126,7 @@ def test_bytes_are_encoded_early_only_while_the_body_is_sent_whole_anyway(
     import base64
 
     from faxws import bindings
-    from faxws._wire import STREAM_THRESHOLD, as_values, envelope_of
+    from faxws._protocol.writer import STREAM_THRESHOLD, as_values, envelope_of
 
     documents = [pattern(256 * 1024, seed=i) for i in range(count)]
     files = tuple((i, 101, FaxFile(d, 101).content) for i, d in enumerate(documents, 1))

@@ -27,7 +27,7 @@ from faxws import (
     Recipient,
     bindings,
 )
-from faxws._wire import Body, envelope
+from faxws._protocol.writer import Body, envelope
 from faxws.validation import validate
 
 SETTINGS = settings(
@@ -275,7 +275,7 @@ def test_the_writer_refuses_what_the_schema_refuses(
 
 
 def _written(cls: type[Any], values: tuple[Any, ...], *, made: bool) -> object:
-    from faxws import _wire
+    from faxws._protocol import writer as _wire
 
     top = _wire.writer(cls)
     single = top._single
@@ -318,7 +318,7 @@ def test_a_type_of_single_values_is_written_alike_by_its_made_function(
 ) -> None:
     """A report request (single strings and an int) is written by a function made for its
     type; whatever the values, the bytes (or the refusal) are those of the general writer."""
-    from faxws import _wire
+    from faxws._protocol import writer as _wire
 
     cls = bindings.GetFaxBroadcastReport
     assert _wire.writer(cls)._single is not None
@@ -412,7 +412,7 @@ def valid_answer(draw: st.DrawFn) -> tuple[bytes, str]:
 @SETTINGS
 @given(answer=valid_answer())
 def test_a_valid_answer_reads_the_same_by_either_path(answer: tuple[bytes, str]) -> None:
-    from faxws._reader import _reader, parse_document, soap_payload
+    from faxws._protocol.reader import _reader, parse_document, soap_payload
 
     data, operation = answer
     payload = soap_payload(parse_document(data))
@@ -465,7 +465,8 @@ def _interpret_outcome(
     """What ``interpret`` makes of an answer: the short way where it applies (with the
     parser ``keep_lock`` chooses), or (short False) lxml's general reading alone, the
     standard library's parser not even tried."""
-    from faxws import _reader, _safexml
+    from faxws._protocol import reader as _reader
+    from faxws._protocol import safexml as _safexml
 
     redact: Callable[[str], str] = lambda text: text  # noqa: E731
     made, plain = _reader._answer_reader, _safexml.parse_plain
@@ -496,7 +497,7 @@ def test_successful_answers_are_read_alike_by_the_made_reader(
     root = etree.fromstring(raw)
     _mutate(root, data)
     # In US-ASCII, other characters are written as references: the answer is plain ASCII,
-    # which the standard library's parser reads first (faxws._safexml.parse_plain).
+    # which the standard library's parser reads first (faxws._protocol.safexml.parse_plain).
     encoding = data.draw(st.sampled_from(["utf-8", "us-ascii"]))
     edited = etree.tostring(root, xml_declaration=True, encoding=encoding)
     status = data.draw(st.sampled_from([200, 200, 200, 202, 500]))
@@ -573,8 +574,8 @@ def test_answers_edited_as_bytes_are_read_alike_by_either_parser(
     ],
 )
 def test_plain_answers_are_parsed_by_the_standard_library(data: bytes) -> None:
-    from faxws._reader import PLAIN_NAMESPACES
-    from faxws._safexml import parse_plain
+    from faxws._protocol.reader import PLAIN_NAMESPACES
+    from faxws._protocol.safexml import parse_plain
 
     root = parse_plain(data, PLAIN_NAMESPACES)
     assert root is not None
@@ -599,8 +600,8 @@ def test_plain_answers_are_parsed_by_the_standard_library(data: bytes) -> None:
     ],
 )
 def test_anything_else_is_left_to_lxml(data: bytes) -> None:
-    from faxws._reader import PLAIN_NAMESPACES
-    from faxws._safexml import parse_plain
+    from faxws._protocol.reader import PLAIN_NAMESPACES
+    from faxws._protocol.safexml import parse_plain
 
     assert parse_plain(data, PLAIN_NAMESPACES) is None
 
@@ -638,8 +639,8 @@ _DTD = '<!DOCTYPE a [<!ENTITY e "expanded">]>'
     ],
 )
 def test_what_only_libxml2_refuses_or_reads_is_left_to_it(data: bytes) -> None:
-    from faxws._reader import PLAIN_NAMESPACES
-    from faxws._safexml import parse_plain
+    from faxws._protocol.reader import PLAIN_NAMESPACES
+    from faxws._protocol.safexml import parse_plain
 
     assert parse_plain(data, PLAIN_NAMESPACES) is None
     _read_alike("GetFaxBroadcastReport", 200, data)
@@ -652,8 +653,8 @@ def test_the_standard_library_gives_the_text_lxml_gives() -> None:
     references read as text, tags as {namespace}local: as the lxml parser faxws uses."""
     from lxml import etree
 
-    from faxws._reader import PLAIN_NAMESPACES
-    from faxws._safexml import parse_plain, parser
+    from faxws._protocol.reader import PLAIN_NAMESPACES
+    from faxws._protocol.safexml import parse_plain, parser
 
     soap = "http://schemas.xmlsoap.org/soap/envelope/"
     data = (
@@ -671,7 +672,8 @@ def test_the_standard_library_gives_the_text_lxml_gives() -> None:
 def test_answers_as_written_are_read_without_lxml(monkeypatch: pytest.MonkeyPatch) -> None:
     """A successful answer as the service writes it is read without lxml, which would hand
     the interpreter lock to another thread three times; a failure still takes lxml's way."""
-    from faxws import _reader, _safexml
+    from faxws._protocol import reader as _reader
+    from faxws._protocol import safexml as _safexml
 
     def no_lxml() -> None:
         raise AssertionError("lxml parsed the answer")
@@ -729,7 +731,7 @@ def test_answers_off_the_short_way_are_read_as_before(
 
 
 def test_the_made_reader_reads_the_answers_as_written() -> None:
-    from faxws._reader import _answer_reader, parse_document
+    from faxws._protocol.reader import _answer_reader, parse_document
 
     for data, cls in (
         (send_response(["J1", "J2"], ttfp=30), bindings.FaxSendResponse),
@@ -749,7 +751,7 @@ def test_the_made_reader_reads_the_answers_as_written() -> None:
 )
 def test_an_answer_the_schema_refuses_takes_the_general_path(edit: tuple[bytes, bytes]) -> None:
     from conftest import send_response
-    from faxws._reader import _reader, parse_document, soap_payload
+    from faxws._protocol.reader import _reader, parse_document, soap_payload
 
     data = send_response(["J1"], ttfp=30).replace(b"f:", b"").replace(b"xmlns:f=", b"xmlns=")
     assert edit[0] in data
@@ -827,7 +829,7 @@ def test_a_recipient_subclass_cannot_skip_the_checks() -> None:
 def test_the_job_id_count_is_that_of_the_request_sent(caplog: pytest.LogCaptureFixture) -> None:
     """A sequence whose length changes after the request was built (another thread editing
     the caller's list) does not make a right answer look wrong."""
-    from faxws._http import RawResponse
+    from faxws._http.shared import RawResponse
 
     class Growing(list[str]):
         def __len__(self) -> int:
@@ -851,7 +853,7 @@ def test_an_integer_of_many_leading_zeros_is_read_alike_by_both_paths(padding: i
     """The general reader refuses integers of more than 25 characters; the path for valid
     answers of 2 KiB or more does too, so the answer's size decides nothing."""
     from faxws import ProtocolError
-    from faxws._reader import interpret
+    from faxws._protocol.reader import interpret
 
     data = send_response(["J1"], ttfp=45).replace(b">45<", b">" + b"0" * 30 + b"45<")
     data = data.replace(b"</f:FaxSendResponse>", b"</f:FaxSendResponse>" + b" " * padding)
@@ -865,7 +867,7 @@ def test_an_empty_type_is_written_as_before() -> None:
     from dataclasses import dataclass
     from typing import ClassVar
 
-    from faxws._xsd import XmlField, XmlType
+    from faxws._protocol.xsd import XmlField, XmlType
 
     @dataclass(frozen=True)
     class Empty:

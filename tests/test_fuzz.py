@@ -15,8 +15,8 @@ from lxml import etree
 import faxws
 from conftest import envelope, fault_response, report_response, send_response
 from faxws import FaxWSError, ValidationIssue
-from faxws._reader import interpret
-from faxws._transport import RawResponse
+from faxws._http.sync_transport import RawResponse
+from faxws._protocol.reader import interpret
 from faxws.auth import PinAuth
 from faxws.bindings import OPERATIONS
 from faxws.validation import validate

@@ -58,7 +58,7 @@ def test_cli_start_up_does_not_import_zeep(args: list[str]) -> None:
 def test_cli_validate_of_a_small_file_leaves_out_what_it_does_not_need() -> None:
     loaded = modules_after(CLI.format(args=["validate", str(SMALL)]))
     assert "json" not in loaded  # only --json
-    assert "faxws._xsd" not in loaded  # the bindings' types
+    assert "faxws._protocol.xsd" not in loaded  # the bindings' types
     # The XSD is read from the package's folder, without importlib.resources, which imports
     # these (about 7 ms).
     assert {"importlib.resources", "pathlib", "zipfile"}.isdisjoint(loaded)

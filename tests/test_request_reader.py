@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from lxml import etree
 
-from faxws._request_reader import (
+from faxws._protocol.request_reader import (
     MAX_ATTRIBUTES,
     MAX_DEPTH,
     MAX_ELEMENTS,

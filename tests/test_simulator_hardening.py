@@ -20,7 +20,7 @@ import requests
 from lxml import etree
 
 from faxws import AuthenticationError, BadInputError, FaxClient, FaxFile, FileType
-from faxws._redact import secret_forms
+from faxws._protocol.redact import secret_forms
 from faxws.oauth import ClientCredentials
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, Fault, FaxWSSimulator
 

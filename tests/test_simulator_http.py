@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from lxml import etree
 
-from faxws._reader import _READERS, _Reader, _reader, read_payload
-from faxws._request_reader import RequestReader
-from faxws._wire import document, envelope
+from faxws._protocol.reader import _READERS, _Reader, _reader, read_payload
+from faxws._protocol.request_reader import RequestReader
+from faxws._protocol.writer import document, envelope
 from faxws.bindings import (
     OPERATIONS,
     FaxJobFile,

@@ -33,11 +33,11 @@ from faxws import (
     FaxClient,
     ValidationIssue,
     _codegen,
-    _wire,
     bindings,
     validation,
 )
-from faxws._xsd import NAMESPACE
+from faxws._protocol import writer as _wire
+from faxws._protocol.xsd import NAMESPACE
 from faxws.validation import Validator, default_validator, validate, validate_or_raise
 
 ROOT = Path(__file__).resolve().parents[1]

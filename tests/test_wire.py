@@ -194,7 +194,7 @@ def test_request_ids_are_uuid4_unique_after_fork_and_apart_from_the_random_modul
     import random
     import uuid
 
-    from faxws._soap import new_request_id
+    from faxws._protocol.soap import new_request_id
 
     ids = [new_request_id() for _ in range(1000)]
     assert len(set(ids)) == len(ids)
@@ -312,7 +312,8 @@ def test_streamed_body_on_a_real_socket(
 
 
 def test_bytes_in_a_binding_are_base64_encoded_on_the_wire() -> None:
-    from faxws import _wire, bindings
+    from faxws import bindings
+    from faxws._protocol import writer as _wire
 
     request = bindings.SendFax(
         user_id="u",

@@ -666,7 +666,7 @@ def _render(model: _Model, source: str) -> str:
         "from dataclasses import dataclass",
         "from typing import Any, ClassVar, Final",
         "",
-        "from faxws._xsd import BinaryContent, Operation, XmlField, XmlType",
+        "from faxws._protocol.xsd import BinaryContent, Operation, XmlField, XmlType",
         "",
         f"NAMESPACE: Final = {_str(model.namespace)}",
         "",

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from faxws._checks import check_header_token, check_text
-from faxws._redact import redact
+from faxws._protocol.checks import check_header_token, check_text
+from faxws._protocol.redact import redact
 from faxws.errors import AuthenticationError, BadInputError, FaxWSError
 
 __all__ = ["AsyncTokenProvider", "BearerAuth", "Credentials", "PinAuth", "TokenProvider"]

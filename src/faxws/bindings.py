@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from faxws._xsd import BinaryContent, Operation, XmlField, XmlType
+from faxws._protocol.xsd import BinaryContent, Operation, XmlField, XmlType
 
 NAMESPACE: Final = "urn:FaxWS"
 

@@ -531,7 +531,7 @@ class _Outcome:
     def mask(self, text: str) -> str:
         if not self.secrets:
             return text
-        from faxws._redact import redact
+        from faxws._protocol.redact import redact
 
         return redact(text, self.secrets)
 
@@ -938,7 +938,7 @@ def _call(
 
 
 def _new_request_id() -> str:
-    from faxws._soap import new_request_id
+    from faxws._protocol.soap import new_request_id
 
     return new_request_id()
 

@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from faxws._checks import check_int, check_request_id, check_text, is_loopback
-from faxws._content import Source
-from faxws._http import (
+from faxws._http.shared import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
@@ -19,12 +17,14 @@ from faxws._http import (
     Timeout,
     caller_options,
 )
+from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
-from faxws._reader import interpret
-from faxws._soap import PATH, new_request_id
-from faxws._sync import SyncCaller
-from faxws._wire import Body, as_values, envelope
-from faxws._xsd import Operation
+from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
+from faxws._protocol.content import Source
+from faxws._protocol.reader import interpret
+from faxws._protocol.soap import PATH, new_request_id
+from faxws._protocol.writer import Body, as_values, envelope
+from faxws._protocol.xsd import Operation
 from faxws.auth import Credentials, Token, credentials_from
 from faxws.bindings import (
     GET_FAX_BROADCAST_REPORT,
@@ -185,16 +185,7 @@ class _ClientBase:
     # -- reading answers ------------------------------------------------------------------
 
     def _read(self, operation: Operation[Any, ResponseT], raw: RawResponse, rid: str) -> ResponseT:
-        # Threads gain from a parse that keeps the interpreter lock, an event loop from the
-        # cheaper one (see interpret).
-        return interpret(
-            operation,
-            raw.status,
-            raw.content,
-            rid,
-            self._auth.redact,
-            keep_lock=not self._asynchronous,
-        )
+        return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
 
     def _send_fax_result(
         self, rid: str, sent: int, response: FaxSendResponse, raw: RawResponse
@@ -426,7 +417,7 @@ class AsyncFaxClient(_ClientBase):
             pin=pin,
             allow_insecure_http=allow_insecure_http,
         )
-        from faxws._async import AsyncCaller  # imports aiohttp: only when it is used
+        from faxws._http.async_caller import AsyncCaller  # imports aiohttp: only when it is used
 
         self._caller = AsyncCaller(
             self._url,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from faxws._checks import all_clean, check_int, check_text
-from faxws._content import (
+from faxws._protocol.checks import all_clean, check_int, check_text
+from faxws._protocol.content import (
     BusyError,
     BytesSource,
     PathSource,
@@ -25,7 +25,7 @@ from faxws._content import (
     open_all,
     open_regular,
 )
-from faxws._xsd import INT_MAX
+from faxws._protocol.xsd import INT_MAX
 from faxws.errors import BadInputError
 
 __all__ = [
@@ -223,7 +223,7 @@ class FaxFile:
 
     @property
     def content(self) -> Content:
-        """The document as a :class:`~faxws._content.Source`."""
+        """The document as a :class:`~faxws._protocol.content.Source`."""
         return self._content
 
     def read_bytes(self) -> bytes:

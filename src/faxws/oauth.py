@@ -23,11 +23,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from faxws._checks import check_header_token, check_text, is_loopback
-from faxws._http import declared_length
-from faxws._log import logger
-from faxws._redact import redact
-from faxws._transport import (
+from faxws._http.shared import declared_length
+from faxws._http.sync_transport import (
     DEFAULT_TIMEOUT,
     Timeout,
     _Adapter,
@@ -35,6 +32,9 @@ from faxws._transport import (
     check_verify,
     describe_failure,
 )
+from faxws._log import logger
+from faxws._protocol.checks import check_header_token, check_text, is_loopback
+from faxws._protocol.redact import redact
 from faxws.errors import (
     AuthenticationError,
     BadInputError,

@@ -25,8 +25,9 @@ from typing import TextIO
 
 from lxml import etree
 
-from faxws import _resources, _safexml
-from faxws._soap import SOAP11_NS, SOAP12_NS
+from faxws import _resources
+from faxws._protocol import safexml as _safexml
+from faxws._protocol.soap import SOAP11_NS, SOAP12_NS
 from faxws.errors import BadInputError
 
 __all__ = ["ValidationIssue", "ValidationIssues", "Validator", "validate", "validate_or_raise"]

@@ -7,7 +7,7 @@
 
 zeep builds the request from the WSDL and reads the answer; faxws does everything between:
 :class:`FaxWSPlugin` fills ``UserID`` and ``strPIN`` by the authentication mode, and
-:class:`FaxWSTransport` writes the envelope in the contract's form (:func:`faxws._wire.
+:class:`FaxWSTransport` writes the envelope in the contract's form (:func:`faxws._protocol.writer.
 payload_envelope`), posts it through faxws's HTTP transport (bytes-written tracking, bounded
 responses, no redirects, no environment) and reads the answer with faxws's hardened reader, so
 that faults, HTTP errors and non-zero ``WSError`` values are faxws errors before zeep sees
@@ -31,10 +31,18 @@ import zeep
 import zeep.proxy
 from lxml import etree
 
-from faxws import _resources, _safexml
-from faxws._checks import check_request_id, check_text
-from faxws._http import DEFAULT_MAX_CONNECTIONS, caller_options
-from faxws._reader import (
+from faxws import _resources
+from faxws._http.shared import DEFAULT_MAX_CONNECTIONS, caller_options
+from faxws._http.sync_caller import SyncCaller
+from faxws._http.sync_transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_TIMEOUT,
+    RawResponse,
+    Timeout,
+)
+from faxws._protocol import safexml as _safexml
+from faxws._protocol.checks import check_request_id, check_text
+from faxws._protocol.reader import (
     ReadError,
     child_element,
     parse_document,
@@ -42,15 +50,8 @@ from faxws._reader import (
     raise_for_ws_error,
     soap_payload,
 )
-from faxws._soap import SOAP11_NS, new_request_id
-from faxws._sync import SyncCaller
-from faxws._transport import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT,
-    RawResponse,
-    Timeout,
-)
-from faxws._wire import payload_envelope
+from faxws._protocol.soap import SOAP11_NS, new_request_id
+from faxws._protocol.writer import payload_envelope
 from faxws.auth import Credentials, credentials_from
 from faxws.client import _call_boundary, service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
@@ -151,7 +152,7 @@ class FaxWSTransport(zeep.Transport):
     Requests go only to the client's service URL. Each call: the caller's ``x-ch-request-id``
     (from ``client.settings(extra_http_headers=...)``) or a fresh UUID4; the contract's
     headers; the Bearer token fetched per attempt, with one retry after a 401 for token
-    providers; retries only as :func:`faxws._soap.may_retry` allows, with operations named
+    providers; retries only as :func:`faxws._protocol.soap.may_retry` allows, with operations named
     ``Get…``, ``Check…`` or ``SimpleGet…`` counted as idempotent. Answers are read by faxws
     first: faults, HTTP errors and a non-zero ``WSError`` raise faxws errors.
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from faxws._soap import CONTENT_TYPE
-from faxws._wire import fault_envelope
+from faxws._protocol.soap import CONTENT_TYPE
+from faxws._protocol.writer import fault_envelope
 
 __all__ = ["RejectError", "client_fault", "not_allowed", "server_fault"]
 

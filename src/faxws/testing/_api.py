@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from faxws._redact import redact
+from faxws._protocol.redact import redact
 from faxws.errors import BadInputError
 from faxws.testing._answers import RejectError
 from faxws.testing._faults import KINDS

@@ -1,5 +1,5 @@
 """A request body as the simulator reads it: kept within a budget, parsed by the core's
-:class:`~faxws._request_reader.RequestReader`, documents stored as they are decoded."""
+:class:`~faxws._protocol.request_reader.RequestReader`, documents stored as they are decoded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from faxws._request_reader import Envelope, Refusal, RequestReader, sniff_operation
+from faxws._protocol.request_reader import Envelope, Refusal, RequestReader, sniff_operation
 
 __all__ = ["SPOOL_THRESHOLD", "Document", "Received"]
 

@@ -22,12 +22,12 @@ from urllib.parse import parse_qs
 
 from lxml import etree
 
-from faxws._http import declared_length
-from faxws._reader import ReadError, read_payload, soap_payload
-from faxws._redact import redact
-from faxws._request_reader import ENVELOPE, deviations
-from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, PATH, new_request_id
-from faxws._wire import document, fault_envelope
+from faxws._http.shared import declared_length
+from faxws._protocol.reader import ReadError, read_payload, soap_payload
+from faxws._protocol.redact import redact
+from faxws._protocol.request_reader import ENVELOPE, deviations
+from faxws._protocol.soap import CONTENT_TYPE, MEDIA_TYPE, PATH, new_request_id
+from faxws._protocol.writer import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
 from faxws.testing import _api, _inbox
 from faxws.testing._accounts import same
@@ -89,7 +89,7 @@ _HEADER_LINES = re.compile(
 )
 _SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
-# Activity ids are made as request ids are (faxws._soap.new_request_id): unique, and with no
+# Activity ids are made as request ids are (soap.new_request_id): unique, and with no
 # system call that would hand the interpreter over to another thread on every answer.
 
 

@@ -131,7 +131,7 @@ def _inbox(
 
 
 def _clean(request: ReceivedRequest, text: str) -> str:
-    from faxws._redact import redact
+    from faxws._protocol.redact import redact
 
     return redact(text, sorted(request._secrets, key=len, reverse=True))
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from faxws._wire import document
+from faxws._protocol.writer import document
 from faxws.bindings import (
     FaxJobId,
     FaxJobIds,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from faxws._redact import MASK, redact
+from faxws._protocol.redact import MASK, redact
 from faxws.bindings import FaxJobRecipient
 from faxws.testing._accounts import PUBLIC
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from faxws._checks import is_loopback
+from faxws._protocol.checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
 from faxws.testing._durable import InUseError, JobStore

@@ -3,7 +3,7 @@
 A body is fed in chunks, or given whole when it is small. The tree is built without the
 documents' base64 text: each ``FileData`` is decoded as it arrives and handed to a writer the
 caller supplies (the simulator's spool), so a large request is never held whole. The parse
-has the hardening of :mod:`faxws._safexml` (no DTD, entities or network access), and bounds
+has the hardening of :mod:`faxws._protocol.safexml` (no DTD, entities or network access), and bounds
 of its own that stop junk from building a large tree. What is wrong with a request ends up in
 :attr:`RequestReader.refusal`; nothing here raises to the caller.
 """
@@ -19,8 +19,8 @@ from typing import Any, Protocol, cast
 
 from lxml import etree
 
-from faxws import _safexml
-from faxws._soap import CONTENT_TYPE, MEDIA_TYPE, SOAP11_NS
+from faxws._protocol import safexml as _safexml
+from faxws._protocol.soap import CONTENT_TYPE, MEDIA_TYPE, SOAP11_NS
 from faxws.bindings import NAMESPACE, OPERATIONS
 
 __all__ = [

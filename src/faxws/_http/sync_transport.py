@@ -36,7 +36,7 @@ import urllib3.connection
 import urllib3.exceptions
 from urllib3.util.wait import wait_for_read
 
-from faxws._http import (
+from faxws._http.shared import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     MAX_INTERIM_RESPONSES,

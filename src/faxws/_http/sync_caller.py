@@ -1,16 +1,16 @@
 """The synchronous exchange shared by the sync faces (:class:`faxws.FaxClient` and
 :mod:`faxws.zeep`): their options checked once, the token fetched per attempt, one retry after
-a 401 for token providers, and retries only as :func:`faxws._soap.may_retry` allows (the
-decisions are :class:`faxws._http.Attempts`, shared with the asynchronous caller)."""
+a 401 for token providers, and retries only as :func:`faxws._protocol.soap.may_retry` allows (the
+decisions are :class:`faxws._http.shared.Attempts`, shared with the asynchronous caller)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
 
-from faxws._http import Attempts, CallerOptions
-from faxws._soap import request_headers
-from faxws._transport import HttpTransport, RawResponse
+from faxws._http.shared import Attempts, CallerOptions
+from faxws._http.sync_transport import HttpTransport, RawResponse
+from faxws._protocol.soap import request_headers
 from faxws._version import __version__
 from faxws.auth import Credentials
 from faxws.errors import TransportError
@@ -27,7 +27,7 @@ class SyncCaller:
         credentials: Credentials,
         options: CallerOptions,
     ) -> None:
-        """``options`` come checked from :func:`faxws._http.caller_options`."""
+        """``options`` come checked from :func:`faxws._http.shared.caller_options`."""
         self.url = url
         self.credentials = credentials
         self.retries = options.retries

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from faxws._xsd import INT_MAX, INT_MIN
+from faxws._protocol.xsd import INT_MAX, INT_MIN
 from faxws.errors import BadInputError
 
 # Characters XML 1.0 cannot carry (lone surrogates cannot be encoded at all).

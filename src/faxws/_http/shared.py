@@ -1,12 +1,12 @@
 """What the HTTP stacks share, with no I/O: the options of a caller and their checks, the raw
 answer, how a failed exchange is reported, and the retry decisions of one call.
 
-The synchronous stack (:mod:`faxws._transport`, requests and urllib3) and the asynchronous one
-(:mod:`faxws._aiohttp`) each map their own exceptions onto a *kind* (``"timeout"``,
+The synchronous stack (:mod:`.sync_transport`, requests and urllib3) and the asynchronous
+one (:mod:`.async_transport`) each map their own exceptions onto a *kind* (``"timeout"``,
 ``"tls"``, ...) and a short cause, with one table each; :func:`transport_error` turns that,
 and the one fact that decides ``maybe_delivered`` (whether any byte of the request was
 written), into the faxws error. :class:`Attempts` holds what the callers decide between
-attempts, so that :class:`faxws._sync.SyncCaller` and :class:`faxws._async.AsyncCaller`
+attempts, so that :class:`.sync_caller.SyncCaller` and :class:`.async_caller.AsyncCaller`
 differ only in how they wait and post.
 """
 
@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from faxws._checks import check_int, is_loopback
 from faxws._log import logger
-from faxws._soap import may_retry
+from faxws._protocol.checks import check_int, is_loopback
+from faxws._protocol.soap import may_retry
 from faxws.errors import BadInputError, ConnectError, RequestTimeoutError, TransportError
 
 __all__ = [
@@ -282,7 +282,8 @@ class Attempts:
     """The decisions between the attempts of one call, and what they log.
 
     A caller asks, after each attempt, whether to refresh the token (one retry after a 401,
-    for token providers) and whether to try again (:func:`faxws._soap.may_retry`, within the
+    for token providers) and whether to try again (:func:`~faxws._protocol.soap.may_retry`,
+    within the
     retry budget), and waits the delay it is given.
     """
 

@@ -19,9 +19,17 @@ from typing import Any, TypeVar, cast
 
 from lxml import etree
 
-from faxws._content import BytesSource, Opened, Reader, Source, open_all, streams_of
-from faxws._soap import SOAP11_NS
-from faxws._xsd import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, XmlField, XmlType, namespace_of
+from faxws._protocol.content import BytesSource, Opened, Reader, Source, open_all, streams_of
+from faxws._protocol.soap import SOAP11_NS
+from faxws._protocol.xsd import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    XmlField,
+    XmlType,
+    namespace_of,
+)
 from faxws.errors import BadInputError, DocumentError
 
 __all__ = [

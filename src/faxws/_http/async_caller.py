@@ -1,7 +1,8 @@
 """The asynchronous exchange of :class:`faxws.AsyncFaxClient`, mirroring
-:class:`faxws._sync.SyncCaller`: the same options and checks, the token fetched (or awaited)
-per attempt, one retry after a 401 for token providers, and retries only as
-:func:`faxws._soap.may_retry` allows (the decisions are :class:`faxws._http.Attempts`).
+:class:`~faxws._http.sync_caller.SyncCaller`: the same options and checks, the token fetched
+(or awaited) per attempt, one retry after a 401 for token providers, and retries only as
+:func:`~faxws._protocol.soap.may_retry` allows (the decisions are
+:class:`~faxws._http.shared.Attempts`).
 
 Documents on disk are opened, measured and read in worker threads, a chunk at a time, so the
 event loop never waits for a file. A cancelled call logs its request id and whether any
@@ -18,13 +19,13 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
-from faxws._aiohttp import AsyncBody, AsyncHttpTransport
-from faxws._content import release_stream, try_acquire_stream
-from faxws._http import Attempts, CallerOptions, RawResponse
+from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
+from faxws._http.shared import Attempts, CallerOptions, RawResponse
 from faxws._log import logger
-from faxws._soap import request_headers
+from faxws._protocol.content import release_stream, try_acquire_stream
+from faxws._protocol.soap import request_headers
+from faxws._protocol.writer import Body, OpenBody
 from faxws._version import __version__
-from faxws._wire import Body, OpenBody
 from faxws.auth import Credentials
 from faxws.errors import TransportError
 
@@ -172,7 +173,7 @@ class AsyncCaller:
         credentials: Credentials,
         options: CallerOptions,
     ) -> None:
-        """``options`` come checked from :func:`faxws._http.caller_options`."""
+        """``options`` come checked from :func:`faxws._http.shared.caller_options`."""
         self.url = url
         self.credentials = credentials
         self.retries = options.retries

@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 from lxml import etree
 
-from faxws import _safexml
 from faxws._log import logger
-from faxws._soap import SOAP11_NS, SOAP12_NS
-from faxws._xsd import (
+from faxws._protocol import safexml as _safexml
+from faxws._protocol.soap import SOAP11_NS, SOAP12_NS
+from faxws._protocol.xsd import (
     INT_MAX,
     INT_MIN,
     LONG_MAX,
@@ -428,7 +428,7 @@ _ANSWER_READERS: dict[type[Any], Callable[[Any], Any]] = {}
 
 def _make_answer_reader(cls: type[Any]) -> Callable[[Any], Any]:
     """A function taking the document element of an answer (lxml's, or ElementTree's from
-    :func:`faxws._safexml.parse_plain`: it reads only tags, text and children, which the two
+    :func:`.safexml.parse_plain`: it reads only tags, text and children, which the two
     give alike) and giving the instance of ``cls`` it holds, when it is a success written as
     answers are: a SOAP 1.1 envelope holding only its Body, the Body only the payload, and every
     element in it exactly the fields of its type in schema order, each as often as it may be,
@@ -674,7 +674,7 @@ def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: R
     raise ServiceError(code, redact(text), request_id=rid, status_code=status)
 
 
-#: The namespaces a plain answer may declare (see :func:`faxws._safexml.parse_plain`): those
+#: The namespaces a plain answer may declare (see :func:`.safexml.parse_plain`): those
 #: answers use, and those a SOAP toolkit such as gSOAP declares on every envelope.
 PLAIN_NAMESPACES = frozenset(
     name.encode()

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from faxws._content import Source
+from faxws._protocol.content import Source
 
 NAMESPACE = "urn:FaxWS"
 
@@ -21,7 +21,7 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 
-#: base64Binary content that is read while sending (see :mod:`faxws._content`).
+#: base64Binary content that is read while sending (see :mod:`faxws._protocol.content`).
 BinaryContent = Source
 
 

@@ -20,7 +20,7 @@ aborts the connection.
 The session ignores the environment (``trust_env=False``: no proxy variables, no
 ``~/.netrc``), keeps no cookies, follows no redirects and reads at most
 ``max_response_bytes``. Interim (1xx) answers are read past, at most
-:data:`~faxws._http.MAX_INTERIM_RESPONSES` of them (counted by the connection's protocol,
+:data:`~faxws._http.shared.MAX_INTERIM_RESPONSES` of them (counted by the connection's protocol,
 :class:`_Handler`). A document that turns out different from what the request announced aborts
 the connection with a TCP reset, so that the service never receives a complete but wrong body.
 """
@@ -54,7 +54,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from aiohttp.client_proto import ResponseHandler
 
-from faxws._http import (
+from faxws._http.shared import (
     MAX_INTERIM_RESPONSES,
     RawResponse,
     declared_length,
