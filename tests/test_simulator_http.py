@@ -486,35 +486,6 @@ def test_records_are_found_by_number_through_pruning_and_compaction() -> None:
     assert len(state.requests) < 3 + 2 * 1024 + 2  # pruned slots are let go now and then
 
 
-@pytest.mark.parametrize(
-    "payload",
-    [
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>1</RecipientType>"
-        b"<RecipAddress>a &amp; b</RecipAddress>",
-        b"<UserID/><strPIN></strPIN><JobId> j </JobId><RecipientType> +07 </RecipientType>"
-        b"<RecipAddress/>",
-        # valid, but longer than the readers take an integer to be: told as the general way
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
-        b"<RecipientType>00000000000000000000000000001</RecipientType><RecipAddress/>",
-    ],
-)
-def test_a_checked_payload_is_read_as_the_general_reader_reads_it(payload: bytes) -> None:
-    from faxws.validation import default_validator
-
-    element = etree.fromstring(
-        b'<GetFaxBroadcastReport xmlns="urn:FaxWS">' + payload + b"</GetFaxBroadcastReport>"
-    )
-    assert default_validator().is_valid(element)
-
-    def outcome(**how: Any) -> object:
-        try:
-            return read_payload(element, GetFaxBroadcastReport, **how)
-        except Exception as exc:  # the error itself is compared
-            return (type(exc), str(exc))
-
-    assert outcome(checked=True) == outcome(size=0)
-
-
 def test_the_headers_are_also_there_as_the_standard_library_gives_them(
     sim: FaxWSSimulator,
 ) -> None:

@@ -24,7 +24,6 @@ from faxws._protocol.xsd import (
     INT_MIN,
     LONG_MAX,
     LONG_MIN,
-    NAMESPACE,
     Operation,
     XmlField,
     XmlType,
@@ -125,27 +124,12 @@ def _name(element: etree._Element) -> str:
     return f"{{{q.namespace}}}{q.localname}" if q.namespace else q.localname
 
 
-#: Documents from this size are checked against the packaged schema and read in one pass
-#: (see _Reader.trusts); below it, a schema check costs more than it saves.
-TRUST_FROM = 2048
-
-
-def read_payload(
-    payload: etree._Element, cls: type[Any], size: int = TRUST_FROM, *, checked: bool = False
-) -> Any:
-    """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`.
-    ``size``: the document's size in bytes, when known. ``checked``: the caller found
-    ``payload`` valid against the packaged schema, and it holds no comment, processing
-    instruction or entity (the simulator's parse keeps none): it is read as trusted."""
+def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
+    """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
     xml: XmlType = cls.__xml__
     reader = _reader(cls)
     if payload.tag != reader.tag:
         raise ReadError(f"expected the element {reader.tag}, got {_name(payload)}")
-    if (checked and reader.packaged()) or (size >= TRUST_FROM and reader.trusts(payload)):
-        try:
-            return reader.trusted(payload)
-        except (ValueError, binascii.Error):  # pragma: no cover (the schema rules these out)
-            pass  # the general reader below tells what is wrong
     unknown: list[tuple[str, str]] = []
     try:
         result = reader.read(payload, unknown)
@@ -180,17 +164,7 @@ class _Reader:
     tag mapped to its field ahead, so that reading an element is one pass over its children.
     Paths for messages are put together only when something does not fit."""
 
-    __slots__ = (
-        "_bulk",
-        "_cls",
-        "_fields",
-        "_index",
-        "_plan",
-        "_schema",
-        "_tags",
-        "_types",
-        "tag",
-    )
+    __slots__ = ("_cls", "_fields", "_index", "_list", "_tags", "_types", "tag")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
@@ -204,65 +178,15 @@ class _Reader:
         # step when its children are exactly its fields in order, as answers write them.
         self._tags = list(self._index) if flat else None
         self._types = [f.xsd_type for f in xml.fields]
-        # For answers the packaged schema has checked (see trusts): each field's tag, and
-        # its reader or its type.
-        self._plan = [
-            (tag, f.repeated, f.complex_type, f.xsd_type)
-            for tag, f in zip(self._index, xml.fields, strict=True)
-        ]
-        self._bulk = _bulk_reader(cls)
-        self._schema: bool | None = None  # whether the packaged schema describes cls
-
-    def trusts(self, element: etree._Element) -> bool:
-        """Whether ``element`` may be read by :meth:`trusted`: its class is one of the
-        packaged bindings (generated from the packaged schema), and that schema finds the
-        element valid, with no comment, processing instruction or entity in it. Then its
-        children are exactly its fields, in order, each holding what its type allows; the
-        general reader would find the same values, only slower."""
-        if not self.packaged():
-            return False
-        if next(element.iter(etree.Comment, etree.ProcessingInstruction, etree.Entity), None):
-            return False
-        from faxws.validation import default_validator  # loads lxml's schema on first use
-
-        return not default_validator()._validate(element)
-
-    def packaged(self) -> bool:
-        """Whether the class is one of the packaged bindings (the packaged schema's)."""
-        if self._schema is None:
-            self._schema = _packaged(self._cls)
-        return self._schema
-
-    def trusted(self, element: etree._Element) -> Any:
-        """The instance a schema-valid ``element`` holds (see :meth:`trusts`)."""
-        if self._bulk is not None:
-            return self._bulk(element)
-        if self._tags is not None and len(element) == len(self._tags):
-            # Single text elements, each required once: its children are its fields, in
-            # order (a field that may be left out would not be).
-            return self._cls(*map(_valid_scalar, self._types, [c.text for c in element]))
-        children = list(element)
-        tags = [c.tag for c in children]
-        values: list[Any] = []
-        pos, end = 0, len(children)
-        for tag, repeated, complex_type, xsd_type in self._plan:
-            start = pos
-            while pos < end and tags[pos] == tag:
-                pos += 1
-            if complex_type is not None:
-                sub = _reader(complex_type)
-                items = [sub.trusted(c) for c in children[start:pos]]
-            else:
-                items = [_valid_scalar(xsd_type, c.text) for c in children[start:pos]]
-            if repeated:
-                values.append(tuple(items))
-            else:
-                values.append(items[0] if items else None)
-        return self._cls(*values)
+        self._list = _list_reader(cls)
 
     def read(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
         """The instance ``element`` holds; elements it does not know are added to
         ``unknown`` as (path below ``element``, tag)."""
+        if self._list is not None:
+            found_list = self._list(element)
+            if found_list is not None:
+                return found_list
         if self._tags is not None:
             children = list(element)
             if [c.tag for c in children] == self._tags:
@@ -312,51 +236,42 @@ class _Reader:
         return self._cls(*values)
 
 
-def _packaged(cls: type[Any]) -> bool:
-    if cls.__module__ != "faxws.bindings":
-        return False  # bindings generated from another WSDL: the packaged schema is not theirs
-    from faxws.validation import default_validator
-
-    return bool(cls.__xml__.name in default_validator().elements)
-
-
-def _valid_scalar(xsd_type: str, text: str | None) -> Any:
-    """A value from the text of an element the schema found valid."""
-    if xsd_type == "string":
-        return text or ""
-    token = (text or "").strip()
-    if xsd_type == "boolean":
-        return token in ("true", "1")
-    if xsd_type in ("int", "long"):
-        if len(token) > 25:
-            raise ValueError(token)  # the general reader's limit: it tells what is wrong
-        return int(token)
-    return base64.b64decode("".join(token.split()), validate=True)  # base64Binary
-
-
-def _bulk_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
-    """For a list type (one repeated field) whose items hold single values (job ids,
-    recipients): a reader taking the items' values from the element's descendants in one
-    pass of lxml's, for an element the schema found valid (see _Reader.trusts)."""
+def _list_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
+    """For a list type (one repeated field) of items holding required strings (job ids, by
+    the thousand): a reader taking the values in one pass over the element's descendants,
+    when the element is exactly such items, each exactly its fields in order, as answers are
+    written. It gives None for anything else, which the general reading then reads (or
+    refuses, with its place): the values are those it would find."""
     fields = cls.__xml__.fields
     if len(fields) != 1 or not fields[0].repeated or fields[0].complex_type is None:
         return None
     item = fields[0].complex_type
     parts = item.__xml__.fields
     if not parts or not all(
-        f.max_occurs == f.min_occurs == 1 and f.complex_type is None for f in parts
+        f.min_occurs == f.max_occurs == 1 and f.complex_type is None and f.xsd_type == "string"
+        for f in parts
     ):
         return None
+    item_tag = f"{{{namespace_of(cls)}}}{fields[0].name}"
     tags = [f"{{{namespace_of(item)}}}{f.name}" for f in parts]
-    types = [f.xsd_type for f in parts]
-    width = len(tags)
+    if item_tag in tags:
+        return None
+    pattern, width = [item_tag, *tags], len(tags)
 
     def read(element: etree._Element) -> Any:
-        texts = [e.text for e in element.iterdescendants(*tags)]
-        if types == ["string"]:
-            return cls(tuple([item(t or "") for t in texts]))
-        rows = zip(*[iter(texts)] * width, strict=True)
-        return cls(tuple([item(*map(_valid_scalar, types, row)) for row in rows]))
+        # Each child with exactly as many children as the item has fields, and the tags in
+        # document order those of items and their fields: then each child is an item, each
+        # field a leaf in its place.
+        nodes = list(element.iterdescendants())
+        if list(map(len, element)) != [width] * len(element) or [
+            e.tag for e in nodes
+        ] != pattern * len(element):
+            return None
+        del nodes[:: width + 1]  # the items
+        texts = [e.text or "" for e in nodes]
+        if width == 1:
+            return cls(tuple(map(item, texts)))
+        return cls(tuple([item(*row) for row in zip(*[iter(texts)] * width, strict=True)]))
 
     return read
 
@@ -409,162 +324,6 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
         except (binascii.Error, ValueError):
             raise _misfit(element, " is not valid base64") from None
     raise _misfit(element, f" has the unsupported type xs:{xsd_type}")
-
-
-# -- successful answers as the service writes them, in one made function -----------------------
-
-
-def _answer_reader(cls: type[Any]) -> Callable[[Any], Any]:
-    """The function reading a successful answer of output class ``cls`` from its parsed
-    document, made once per class (see :func:`_make_answer_reader`)."""
-    found = _ANSWER_READERS.get(cls)
-    if found is None:
-        found = _ANSWER_READERS.setdefault(cls, _make_answer_reader(cls))
-    return found
-
-
-_ANSWER_READERS: dict[type[Any], Callable[[Any], Any]] = {}
-
-
-def _make_answer_reader(cls: type[Any]) -> Callable[[Any], Any]:
-    """A function taking the document element of an answer (lxml's, or ElementTree's from
-    :func:`.safexml.parse_plain`: it reads only tags, text and children, which the two
-    give alike) and giving the instance of ``cls`` it holds, when it is a success written as
-    answers are: a SOAP 1.1 envelope holding only its Body, the Body only the payload, and every
-    element in it exactly the fields of its type in schema order, each as often as it may be,
-    each value of its type; ``return`` (where there is one) true and ``WSError``'s ``ErrorCode``
-    0. Anything else gives None, and the general reading (:func:`payload_of`,
-    :func:`raise_for_ws_error`, :func:`read_payload`) tells what the answer means: the values
-    found here are the ones it would find (tests/test_equivalence.py). Made like the writer's
-    functions: Python source from the bindings' description, where tags and classes are names
-    bound in its scope, never text put into the source."""
-    scope: dict[str, Any] = {
-        "ENVELOPE": f"{{{SOAP11_NS}}}Envelope",
-        "BODY": _BODIES[SOAP11_NS],
-        "_value": _answer_value,
-        "_NO": _NO,
-    }
-    lines: list[str] = []
-    names: dict[type[Any], str] = {}
-
-    def const(value: Any) -> str:
-        name = f"k{len(scope)}"
-        scope[name] = value
-        return name
-
-    def reader_of(c: type[Any]) -> str:
-        if c in names:
-            return names[c]
-        name = names[c] = f"read{len(names)}"
-        namespace = namespace_of(c)
-        fields = c.__xml__.fields
-        subs = {f.complex_type: reader_of(f.complex_type) for f in fields if f.complex_type}
-        out = [f"def {name}(e):", "    k = list(e)", "    n = len(k)", "    i = 0"]
-        values = []
-        for j, f in enumerate(fields):
-            tag = const(f"{{{namespace}}}{f.name}")
-            if f.complex_type is not None:
-                convert = f"{subs[f.complex_type]}(c)"
-            else:
-                convert = f"_value({const(f.xsd_type)}, c)"
-            high = _UNBOUNDED if f.max_occurs is None else f.max_occurs
-            if f.min_occurs == high == 1:
-                out += [
-                    f"    if i >= n or k[i].tag != {tag}:",
-                    "        return None",
-                    "    c = k[i]",
-                    "    i += 1",
-                    f"    v{j} = {convert}",
-                    f"    if v{j} is _NO or v{j} is None:",
-                    "        return None",
-                ]
-            else:
-                out += [
-                    "    s = i",
-                    f"    while i < n and k[i].tag == {tag}:",
-                    "        i += 1",
-                    f"    if not {f.min_occurs} <= i - s <= {high}:",
-                    "        return None",
-                    f"    items = [{convert} for c in k[s:i]]",
-                    "    if _NO in items or None in items:",
-                    "        return None",
-                    f"    v{j} = tuple(items)"
-                    if f.repeated
-                    else f"    v{j} = items[0] if items else None",
-                ]
-            values.append(f"v{j}")
-        out += [
-            "    if i != n:",
-            "        return None",
-            f"    return {const(c)}({', '.join(values)})",
-        ]
-        lines.extend(out)
-        return name
-
-    try:
-        top = reader_of(cls)
-        checks = _success_checks(cls, const)
-    except _Unfit:
-        return lambda root: None
-    lines += [
-        "def answer(root):",
-        "    if root.tag != ENVELOPE or len(root) != 1:",
-        "        return None",
-        "    body = root[0]",
-        "    if body.tag != BODY or len(body) != 1:",
-        "        return None",
-        "    e = body[0]",
-        f"    if e.tag != {const(_reader(cls).tag)}:",
-        "        return None",
-        f"    r = {top}(e)",
-        f"    if r is None or {' or '.join(checks) or 'False'}:",
-        "        return None",
-        "    return r",
-    ]
-    exec("\n".join(lines), scope)  # noqa: S102 (names made above; values bound in scope)
-    made: Callable[[Any], Any] = scope["answer"]
-    return made
-
-
-class _Unfit(Exception):  # noqa: N818 (internal: no answer of the class is read the short way)
-    pass
-
-
-def _success_checks(cls: type[Any], const: Callable[[Any], str]) -> list[str]:
-    """Python conditions on the instance ``r`` under which :func:`raise_for_ws_error` would
-    find the answer a failure: ``return`` false, or a ``WSError`` whose ``ErrorCode`` is not
-    0. Raises _Unfit where the fields are not of the types those checks read. ``const``
-    binds a value to a name in the made function's scope."""
-    checks = []
-    by_name = {f.name: f for f in cls.__xml__.fields}
-    returned, error = by_name.get("return"), by_name.get("WSError")
-    if returned is not None:
-        if returned.xsd_type != "boolean" or returned.repeated:
-            raise _Unfit
-        checks.append(f"getattr(r, {const(returned.attr)}) is False")
-    if error is not None and error.complex_type is not None:
-        if error.repeated:
-            raise _Unfit
-        code = {f.name: f for f in error.complex_type.__xml__.fields}.get("ErrorCode")
-        if code is not None:
-            if code.xsd_type not in ("int", "long") or code.repeated:
-                raise _Unfit
-            ws, number = const(error.attr), const(code.attr)
-            checks.append(
-                f"(getattr(r, {ws}) is not None and getattr(getattr(r, {ws}), {number}) != 0)"
-            )
-    return checks
-
-
-_NO: Any = object()  # a value that does not fit: the answer takes the general reading
-
-
-def _answer_value(xsd_type: str, element: etree._Element) -> Any:
-    """The value of a single-value element as the general reading finds it, or _NO."""
-    try:
-        return _scalar(xsd_type, element)
-    except _Misfit:
-        return _NO
 
 
 # -- answers: the result, or the faxws error the answer means ----------------------------
@@ -674,52 +433,14 @@ def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: R
     raise ServiceError(code, redact(text), request_id=rid, status_code=status)
 
 
-#: The namespaces a plain answer may declare (see :func:`.safexml.parse_plain`): those
-#: answers use, and those a SOAP toolkit such as gSOAP declares on every envelope.
-PLAIN_NAMESPACES = frozenset(
-    name.encode()
-    for name in (
-        SOAP11_NS,
-        SOAP12_NS,
-        NAMESPACE,
-        "http://schemas.xmlsoap.org/soap/encoding/",
-        "http://www.w3.org/2001/XMLSchema-instance",
-        "http://www.w3.org/2001/XMLSchema",
-    )
-)
-
-
 def interpret(
-    operation: Operation[Any, ResponseT],
-    status: int,
-    content: bytes,
-    rid: str,
-    redact: Redact,
-    *,
-    keep_lock: bool = True,
+    operation: Operation[Any, ResponseT], status: int, content: bytes, rid: str, redact: Redact
 ) -> ResponseT:
-    """A successful answer of ``operation`` as its generated output class, or its error.
-
-    ``keep_lock``: a small plain answer is parsed by the standard library's parser, which
-    keeps the interpreter lock (what threads sharing a client gain most from); else by lxml,
-    which costs fewer instructions (what an event loop's one thread gains most from)."""
-    root = None
-    if 200 <= status < 300 and len(content) < TRUST_FROM:
-        if keep_lock:
-            found_root: Any = _safexml.parse_plain(content, PLAIN_NAMESPACES)
-        else:
-            try:
-                found_root = root = parse_document(content)
-            except ReadError:
-                found_root = None  # told below
-        if found_root is not None:
-            found: ResponseT | None = _answer_reader(operation.output)(found_root)
-            if found is not None:
-                return found
-    payload = payload_of(status, content, rid, redact, root)
+    """A successful answer of ``operation`` as its generated output class, or its error."""
+    payload = payload_of(status, content, rid, redact)
     raise_for_ws_error(payload, rid, status, redact)
     try:
-        result: ResponseT = read_payload(payload, operation.output, len(content))
+        result: ResponseT = read_payload(payload, operation.output)
         return result
     except ReadError as exc:
         raise ProtocolError(

@@ -87,7 +87,7 @@ class _Writer:
     type, an int out of range), naming the element, before anything is sent.
     """
 
-    __slots__ = ("_cls", "_get", "_single", "_steps", "_text_tags", "_texts")
+    __slots__ = ("_cls", "_get", "_steps", "_text_tags", "_texts")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
@@ -119,15 +119,6 @@ class _Writer:
         )
         self._text_tags = tuple(step[:3] for step in self._steps) if text_only else None
         self._texts: dict[str, Callable[[list[tuple[str, ...]]], str | None]] = {}
-        # A type of single required values (a report request) is written by one made function.
-        single = bool(xml.fields) and all(
-            f.complex_type is None
-            and f.min_occurs == f.max_occurs == 1
-            and f.xsd_type in ("string", "int", "long")
-            and _PLAIN_NAME.fullmatch(f.name) is not None
-            for f in xml.fields
-        )
-        self._single = _single_writer(xml.fields) if single else None
 
     def values(self, item: Any) -> tuple[Any, ...]:
         """The field values of an instance, or of a tuple of them; anything else is refused."""
@@ -280,42 +271,8 @@ def _written(parts: list[Part]) -> int:
     return sum(len(p) for p in parts if isinstance(p, bytes))
 
 
-#: Element names the made writers take as they are (any XML name from a WSDL elsewhere).
+#: Element names the made rows writer takes as they are (any XML name from a WSDL elsewhere).
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-def _single_writer(fields: tuple[XmlField, ...]) -> Callable[..., str | None]:
-    """A function writing the values of a type of single required strings and ints (in
-    field order) as its child elements, as :meth:`_Writer.write` writes them:
-    one f-string, made from the fields' plain names. It returns None, having written
-    nothing, when a value is not exactly of its type or an int is out of range: the general
-    path refuses it with its place (or writes a str subclass as its text)."""
-    if not all(_PLAIN_NAME.fullmatch(f.name) for f in fields):
-        raise ValueError("only plain element names go into a made writer")  # never reached
-    names = [f"v{i}" for i in range(len(fields))]
-    checks, parts = [], []
-    for f, name in zip(fields, names, strict=True):
-        if f.xsd_type == "string":
-            checks.append(f"{name}.__class__ is not str")
-            special = f"'&' in {name} or '<' in {name} or '>' in {name}"
-            escaped = f"({name}.translate(E) if {special} else {name})"
-            parts.append(
-                f"{{'<{f.name}>' + {escaped} + '</{f.name}>' if {name} else '<{f.name}/>'}}"
-            )
-        else:
-            low, high = _RANGES[f.xsd_type]
-            checks.append(f"{name}.__class__ is not int or not {low} <= {name} <= {high}")
-            parts.append(f"<{f.name}>{{{name}}}</{f.name}>")
-    source = (
-        f"def write({', '.join(names)}):\n"
-        f"    if {' or '.join(f'({c})' for c in checks)}:\n"
-        "        return None\n"
-        f'    return f"{"".join(parts)}"\n'
-    )
-    scope: dict[str, Any] = {"E": _ESCAPES}
-    exec(source, scope)  # noqa: S102 (made above from plain XML names only)
-    write: Callable[..., str | None] = scope["write"]
-    return write
 
 
 def _texts_writer(
@@ -523,12 +480,7 @@ def envelope_of(cls: type[Any], obj: Any) -> Body:
     try:
         top = writer(cls)
         values = top.values(obj)
-        single = top._single
-        text = None if single is None else single(*values)
-        if text is not None:
-            buf.append(text)
-        else:
-            top.write(values, buf, parts)
+        top.write(values, buf, parts)
         buf.append(f"</{xml.name}>")
         parts.append("".join(buf).encode() + EPILOG)
     except _RefusedError as exc:
