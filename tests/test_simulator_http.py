@@ -12,14 +12,13 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from lxml import etree
 
-from faxws._protocol.reader import _READERS, _Reader, _reader, read_payload
+from faxws._protocol.reader import read_payload
 from faxws._protocol.request_reader import RequestReader
 from faxws._protocol.writer import document, envelope
 from faxws.bindings import (
@@ -331,50 +330,6 @@ def test_a_record_made_at_arrival_equals_the_constructors() -> None:
     changed = {"status": 200, "refusal": "r", "fault": "f", "body": b"", "body_retained": False}
     assert made._with(changed).__dict__ == dataclasses.replace(built, **changed).__dict__
     assert made.status is None  # a copy, the record itself unchanged
-
-
-@pytest.mark.parametrize(
-    "payload",
-    [
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>1</RecipientType>"
-        b"<RecipAddress>a</RecipAddress>",
-        # out of order, an element holding elements, a repeated, an unknown, a missing one
-        b"<JobId>j</JobId><UserID>u</UserID><strPIN>p</strPIN><RecipientType> 7 </RecipientType>"
-        b"<RecipAddress/>",
-        b"<UserID><x/></UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>1</RecipientType>"
-        b"<RecipAddress/>",
-        b"<UserID>u</UserID><UserID>v</UserID><strPIN>p</strPIN><JobId>j</JobId>"
-        b"<RecipientType>1</RecipientType><RecipAddress/>",
-        b"<UserID>u</UserID><Extra/><strPIN>p</strPIN><JobId>j</JobId>"
-        b"<RecipientType>1</RecipientType><RecipAddress/>",
-        b"<UserID>u</UserID><strPIN>p</strPIN><RecipientType>1</RecipientType><RecipAddress/>",
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId><RecipientType>x</RecipientType>"
-        b"<RecipAddress/>",
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
-        b"<RecipientType>2147483648</RecipientType><RecipAddress/>",
-        b"<UserID>u</UserID><strPIN>p</strPIN><JobId>j</JobId>"
-        b"<RecipientType>-2147483648</RecipientType><RecipAddress>a &amp; b</RecipAddress>",
-        b"<UserID/><strPIN></strPIN><JobId>j</JobId><RecipientType>+1_0</RecipientType>"
-        b"<RecipAddress><!-- c --></RecipAddress>",
-    ],
-)
-def test_the_one_pass_reader_reads_as_the_general_one(payload: bytes) -> None:
-    element = etree.fromstring(
-        b'<GetFaxBroadcastReport xmlns="urn:FaxWS">' + payload + b"</GetFaxBroadcastReport>"
-    )
-    one_pass = _reader(GetFaxBroadcastReport)
-    general = _Reader(GetFaxBroadcastReport)
-    general._tags = None  # no shortcut: every element looked at in turn
-
-    def outcome(read: Callable[..., object]) -> object:
-        unknown: list[tuple[str, str]] = []
-        try:
-            return read(element, unknown), unknown
-        except Exception as exc:  # the error itself is compared
-            return (type(exc), str(exc))
-
-    assert outcome(one_pass.read) == outcome(general.read)
-    assert GetFaxBroadcastReport in _READERS
 
 
 def test_answers_are_written_whole_as_the_envelope_writes_them() -> None:
