@@ -376,23 +376,20 @@ def _parse(data: bytes) -> tuple[etree._Element | None, list[ValidationIssue]]:
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not stripped:
         return None, [ValidationIssue(0, "/", "the document is empty")]
-    dtd = _safexml.dtd_offset(data)
-    if dtd >= 0:
-        line = data[:dtd].count(b"\n") + 1
-        return None, [ValidationIssue(line, "/", "DTDs and entity declarations are not allowed")]
     try:
-        parser = _safexml.parser()
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        line = exc.lineno or 0
-        return None, [ValidationIssue(line, "/", f"not well-formed XML: {exc.msg}")]
-    problem = _safexml.namespace_error(parser)
-    if problem is not None:
-        line, message = problem
-        return None, [ValidationIssue(line, "/", f"not namespace-well-formed XML: {message}")]
-    if _safexml.has_dtd(root):
-        return None, [ValidationIssue(1, "/", "DTDs and entity declarations are not allowed")]
-    return root, []
+        return _safexml.parse(data), []
+    except _safexml.Unparsed as exc:
+        line = exc.line or (1 if exc.kind == "dtd" else 0)
+        return None, [ValidationIssue(line, "/", _UNPARSED[exc.kind].format(exc.detail))]
+
+
+_UNPARSED = {
+    "doctype": "DTDs and entity declarations are not allowed",
+    "dtd": "DTDs and entity declarations are not allowed",
+    "syntax": "not well-formed XML: {}",
+    "namespace": "not namespace-well-formed XML: {}",
+    "other": "the document cannot be parsed: {}",
+}
 
 
 def _line(element: etree._Element) -> int:

@@ -58,22 +58,19 @@ def parse_document(data: bytes) -> etree._Element:
     """Parse untrusted XML. Raises :class:`ReadError`."""
     if not data or data.isspace():  # as data.strip() would be empty, without a copy
         raise ReadError("the response body is empty")
-    if _safexml.dtd_offset(data) >= 0:
-        raise ReadError("the response has a DOCTYPE (DTDs are refused)")
-    parser = _safexml.parser()
     try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise ReadError(f"the response is not well-formed XML: {exc.msg}") from None
-    except (ValueError, etree.LxmlError) as exc:
-        raise ReadError(f"the response cannot be parsed: {exc}") from None
-    problem = _safexml.namespace_error(parser)
-    if problem is not None:
-        line, message = problem
-        raise ReadError(f"the response is not namespace-well-formed XML: {message}, line {line}")
-    if _safexml.has_dtd(root):
-        raise ReadError("the response has a DTD (DTDs are refused)")
-    return root
+        return _safexml.parse(data)
+    except _safexml.Unparsed as exc:
+        raise ReadError(_UNPARSED[exc.kind].format(exc.detail, exc.line)) from None
+
+
+_UNPARSED = {
+    "doctype": "the response has a DOCTYPE (DTDs are refused)",
+    "dtd": "the response has a DTD (DTDs are refused)",
+    "syntax": "the response is not well-formed XML: {}",
+    "namespace": "the response is not namespace-well-formed XML: {}, line {}",
+    "other": "the response cannot be parsed: {}",
+}
 
 
 def soap_payload(root: etree._Element) -> etree._Element:

@@ -71,3 +71,34 @@ def first_namespace_error(log: etree._ListErrorLog) -> tuple[int, str] | None:
         if entry.domain == etree.ErrorDomains.NAMESPACE and entry.level >= etree.ErrorLevels.ERROR:
             return entry.line, entry.message
     return None
+
+
+class Unparsed(Exception):  # noqa: N818 (the reason, worded by each caller)
+    """Why untrusted XML was not parsed. ``kind``: ``"doctype"`` (a DOCTYPE or entity
+    declaration in the bytes), ``"dtd"`` (one the parser found after all), ``"syntax"``,
+    ``"namespace"`` (an undeclared prefix) or ``"other"``; ``line`` where, 0 when unknown."""
+
+    def __init__(self, kind: str, detail: str = "", line: int = 0) -> None:
+        super().__init__(detail)
+        self.kind, self.detail, self.line = kind, detail, line
+
+
+def parse(data: bytes) -> etree._Element:
+    """The document element of untrusted XML, parsed by :func:`parser` after the byte scan
+    for DTDs; raises :class:`Unparsed` for anything refused."""
+    offset = dtd_offset(data)
+    if offset >= 0:
+        raise Unparsed("doctype", line=data[:offset].count(b"\n") + 1)
+    used = parser()
+    try:
+        root = etree.fromstring(data, used)
+    except etree.XMLSyntaxError as exc:
+        raise Unparsed("syntax", str(exc.msg), exc.lineno or 0) from None
+    except (ValueError, etree.LxmlError) as exc:
+        raise Unparsed("other", str(exc)) from None
+    problem = namespace_error(used)
+    if problem is not None:
+        raise Unparsed("namespace", problem[1], problem[0])
+    if has_dtd(root):
+        raise Unparsed("dtd")
+    return root
