@@ -4,6 +4,7 @@ checks the contract and answers."""
 
 from __future__ import annotations
 
+import email.parser
 import email.utils
 import logging
 import re
@@ -12,11 +13,9 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
 from http import HTTPStatus
 from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import parse_qs
 
@@ -80,13 +79,11 @@ _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
 # http.client's bounds on a request's header lines: their length and their number.
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110)
-# Header lines joined by CRLF, each a token, a colon and a value without CR, LF or NUL.
-# Matched against the bytes as read: the ISO-8859-1 text they decode to, one character each.
-# What one part takes, the next could never start with, so the match never backtracks far.
-_HEADER_LINES = re.compile(
-    rf"(?:{_TOKEN.pattern}:[^\r\n\0]*(?:\r\n{_TOKEN.pattern}:[^\r\n\0]*)*)?".encode()
-)
+# A header line as read: a name that is a token (RFC 9110), a colon, and a value without CR,
+# LF or NUL, then its line ending (none on a last line cut short).
+_HEADER_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\0]*\r?\n?")
+_HEADERS = email.parser.Parser(_class=HTTPMessage)  # as http.client.parse_headers parses
+_NO_HEADERS = HTTPMessage()  # never changed: those of a request whose headers were not read
 _SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 # Activity ids are made as request ids are (soap.new_request_id): unique, and with no
@@ -146,12 +143,13 @@ class Handler(BaseHTTPRequestHandler):
     error_content_type = "text/plain"
 
     operation: str | None = None  # of the request being answered, for the log line
-    # The request's headers: by lower-case name (the first of each), and as they came.
+    headers: HTTPMessage = _NO_HEADERS
+    # The request's header values without the whitespace around them: by lower-case name
+    # (the first of each), and as they came.
     fields: dict[str, str] = {}  # noqa: RUF012 - replaced, never changed, per request
     pairs: list[tuple[str, str]] = []  # noqa: RUF012 - likewise
     _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
     _known_set: frozenset[str] = frozenset()
-    _peek: Callable[[], bytes] | None = None  # the read buffer's peek, found at set-up
     # Bytes of the request's body not read yet; -1 while unknown (no request line taken
     # apart yet, or framing refused). Whatever answers a request reads them, or the
     # connection closes after the answer: they would be read as the next request.
@@ -161,14 +159,13 @@ class Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         _limit_waits(self.connection, IDLE)
-        self._peek = getattr(self.rfile, "peek", None)
 
     def handle_one_request(self) -> None:
         """The standard library's, but for the method's handler, found directly."""
         # Nothing of the previous request on this connection may be taken for this one's
         # (the log line of a request line the standard library refuses, say).
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
-        self.pairs = []
+        self.headers, self.pairs = _NO_HEADERS, []
         self._known, self._known_set = None, frozenset()
         self._unread, self._framing = 0, None
         try:
@@ -199,12 +196,8 @@ class Handler(BaseHTTPRequestHandler):
             _linger(self.connection)
 
     def parse_request(self) -> bool:
-        """The request line by the standard library's rules, then the headers, read here:
-        the standard library hands them to the email package, whose parse was most of what
-        a small request cost. Stricter than it: a line that is not ``name: value`` (a name
-        that is not a token, as in an obsolete folded line, or a CR or NUL in the value) is
-        refused with 400, where the email package would end the headers there and drop the
-        rest unseen."""
+        """The request line by the standard library's rules (the service's own read at a
+        glance), then the headers (see :meth:`_read_headers`)."""
         if self.raw_requestline == _SERVICE_LINE:  # the service's own: read at a glance
             self.requestline = f"POST {PATH} HTTP/1.1"
             self.command, self.path, self.request_version = "POST", PATH, "HTTP/1.1"
@@ -252,11 +245,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _after_request_line(self) -> bool:
         """The headers, then what they ask of the connection."""
-        try:
-            if not self._read_headers():
-                return False
-        except _LineTooLongError:
-            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+        if not self._read_headers():
             return False
         fields = self.fields
         if "connection" in fields:
@@ -312,90 +301,32 @@ class Handler(BaseHTTPRequestHandler):
         self._unread = value
 
     def _read_headers(self) -> bool:
-        """Read the header lines into :attr:`fields` and :attr:`pairs`; False once
-        refused."""
-        block, valid = self._header_block() or (None, False)
-        if block is not None and valid:
-            lines = block.split("\r\n") if block else []
-            if len(lines) <= _MAX_HEADERS:
-                # Each line is ``token: value`` already: taken apart without a check each,
-                # in one pass.
-                taken = [
-                    (name, value.strip(" \t"))
-                    for name, _, value in map(str.partition, lines, repeat(":"))
-                ]
-                # The first of each name wins: later ones are written first.
-                self.fields = {name.lower(): value for name, value in reversed(taken)}
-                self.pairs = taken
-                return True
-        else:
-            lines = self._header_lines() if block is None else block.split("\r\n")
-        if len(lines) > _MAX_HEADERS:
-            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
-            return False
-        pairs: list[tuple[str, str]] = []
-        fields: dict[str, str] = {}
-        for line in lines:
-            name, colon, value = line.partition(":")
-            value = value.strip(" \t")
-            if not colon or _TOKEN.fullmatch(name) is None or "\r" in value or "\0" in value:
-                self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
-                return False
-            pairs.append((name, value))
-            fields.setdefault(name.lower(), value)
-        self.fields, self.pairs = fields, pairs
-        return True
-
-    def _header_block(self) -> tuple[str, bool] | None:
-        """The header lines joined by CRLF, when all of them are already in the read buffer,
-        each ending in CRLF (as a client writes them, sent at once): taken in one read
-        instead of a readline each; with whether every line is ``name: value`` (see
-        :data:`_HEADER_LINES`). None otherwise, with nothing read."""
-        peek = self._peek or getattr(self.rfile, "peek", None)
-        if peek is None:
-            return None
-        buffered: bytes = peek()
-        if buffered.startswith(b"\r\n"):
-            self.rfile.read(2)
-            return "", True
-        end = buffered.find(b"\r\n\r\n")
-        if end < 0:
-            return None
-        raw = buffered[:end]
-        # Lines that match have no CR or LF of their own: the usual block needs no count.
-        valid = _HEADER_LINES.fullmatch(raw) is not None
-        if not valid and raw.count(b"\n") != raw.count(b"\r\n"):
-            return None  # a line ends in a bare LF: read line by line
-        self.rfile.read(end + 4)
-        return raw.decode("iso-8859-1"), valid
-
-    def _header_lines(self) -> list[str]:
-        """The header lines read one by one (at most one more than allowed)."""
-        lines: list[str] = []
-        while len(lines) <= _MAX_HEADERS:
+        """The header lines read as http.client reads them, then parsed by the email
+        package into :attr:`headers` (and :attr:`fields`, :attr:`pairs`); False once
+        refused. Stricter than the standard library: a line that is not ``name: value`` (a
+        name that is not a token, as in an obsolete folded line, or a CR or NUL in the
+        value) gets 400, where the email package would end the headers there and drop the
+        rest unseen, or take a bare CR for the end of a line."""
+        lines: list[bytes] = []
+        while True:
             line = self.rfile.readline(_MAX_LINE + 1)
             if len(line) > _MAX_LINE:
-                raise _LineTooLongError
+                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+                return False
             if line in (b"\r\n", b"\n", b""):
                 break
-            lines.append(line.decode("iso-8859-1").rstrip("\r\n"))
-        return lines
-
-    @property  # type: ignore[override]
-    def headers(self) -> HTTPMessage:
-        """The headers as the standard library gives them (built when asked for: the
-        simulator reads :attr:`fields`)."""
-        message = HTTPMessage()
-        for name, value in self.pairs:
-            message.set_raw(name, value)
-        return message
-
-    @headers.setter
-    def headers(self, value: HTTPMessage) -> None:
-        self.pairs = list(value.items())
-        self.fields = {}
-        for name, text in self.pairs:
-            self.fields.setdefault(name.lower(), text)
+            if len(lines) == _MAX_HEADERS:
+                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+                return False
+            lines.append(line)
+        if not all(map(_HEADER_LINE.fullmatch, lines)):
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
+            return False
+        text = b"".join(lines).decode("iso-8859-1")
+        self.headers = _HEADERS.parsestr(text, headersonly=True)
+        self.pairs = [(name, value.strip(" \t")) for name, value in self.headers.items()]
+        self.fields = {name.lower(): value for name, value in reversed(self.pairs)}
+        return True
 
     def _secrets(self) -> tuple[str, ...]:
         """What this request's records and lines must never show (found once per request)."""
@@ -877,10 +808,6 @@ def _http_date() -> str:
         text = email.utils.formatdate(now, usegmt=True)
         _date = (now, text)
     return text
-
-
-class _LineTooLongError(Exception):
-    """A header line longer than the standard library's limit."""
 
 
 def _limit_waits(sock: socket.socket, seconds: int) -> None:
