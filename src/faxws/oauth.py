@@ -12,33 +12,29 @@ import asyncio
 import contextvars
 import json
 import math
-import os
-import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import requests
 
-from faxws._http.shared import declared_length
-from faxws._http.sync_transport import (
+from faxws._http.shared import (
     DEFAULT_TIMEOUT,
+    BodyLimit,
     Timeout,
-    _Adapter,
+    after_fork_in_child,
     check_timeout,
     check_verify,
-    describe_failure,
 )
+from faxws._http.sync_transport import failure, forget_connections, new_session, read_body
 from faxws._log import logger
 from faxws._protocol.checks import check_header_token, check_text, is_loopback
 from faxws._protocol.redact import redact
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
-    ConnectError,
     FaxWSError,
     ProtocolError,
     RequestTimeoutError,
@@ -139,20 +135,15 @@ class ClientCredentials:
         self._clock: Callable[[], float] = time.monotonic
         self.fetches = 0
         """How many tokens were fetched (for monitoring and tests)."""
-        _live.add(self)
+        after_fork_in_child(self, ClientCredentials._after_fork_in_child)
 
     def _new_session(self) -> requests.Session:
-        session = requests.Session()
-        # The faxws adapter: interim answers read past, the answer's head within the read
-        # time-out, unparseable header lines refused.
-        adapter = _Adapter(pool_connections=1, pool_maxsize=4, max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
         # No proxy, CA bundle or .netrc from the environment: the trust given (the system's,
         # or the bundle in `verify`, alone) is the only trust used.
-        session.trust_env = False
-        session.verify = self._verify
-        return session
+        return new_session(self._verify, max_connections=4)
+
+    def _redact(self, text: str) -> str:
+        return redact(text, (self._secret,))
 
     def _after_fork_in_child(self) -> None:
         """In a forked child: the cached token stays (it is valid here too); the pooled
@@ -160,7 +151,7 @@ class ClientCredentials:
         two processes, a connection would carry their requests and answers interleaved; a
         lock or fetch held by a parent thread would never be released here (that thread does
         not exist in the child)."""
-        _forget_connections(self._session)
+        forget_connections(self._session)
         self._session = self._new_session()
         self._lock = threading.Lock()
         self._flight = None
@@ -268,13 +259,15 @@ class ClientCredentials:
         except (ProtocolError, RequestTimeoutError):
             raise
         except Exception as exc:
-            kind, cause = describe_failure(exc)
-            cause = redact(cause, (self._secret,))
-            if kind == "timeout":
-                raise RequestTimeoutError(
-                    f"{self._where} did not answer in time ({cause})", maybe_delivered=False
-                ) from None  # not chained: the original may quote the endpoint's answer
-            raise ConnectError(f"cannot get a token from {self._where}: {cause}") from None
+            failed = failure(
+                exc,
+                written=False,
+                request_id=None,
+                where=self._where,
+                redact=self._redact,
+                token_endpoint=True,
+            )
+            raise failed from None  # not chained: the original may quote the endpoint's answer
         self.fetches += 1
         logger.debug("token endpoint answered HTTP %d", response.status_code)
         if response.status_code in (400, 401, 403):
@@ -381,7 +374,7 @@ class AsyncClientCredentials:
         self._fetching: asyncio.Task[_Token] | None = None
         # The token handed to the current task, so that its 401 forgets only that one.
         self._handed: contextvars.ContextVar[str] = contextvars.ContextVar("faxws_token")
-        _live.add(self)
+        after_fork_in_child(self, AsyncClientCredentials._after_fork_in_child)
 
     @property
     def fetches(self) -> int:
@@ -451,75 +444,25 @@ class AsyncClientCredentials:
         return token
 
 
-class _ForkAware(Protocol):
-    def _after_fork_in_child(self) -> None: ...
-
-
-#: Every provider alive, for the child of os.fork() to reset (weakly: a provider nobody uses
-#: any more is not kept for this).
-_live: weakref.WeakSet[_ForkAware] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for provider in list(_live):
-        provider._after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _forget_connections(session: requests.Session) -> None:
-    """In a forked child, close this process's descriptors of the connections ``session``
-    pooled, leaving the connections themselves to the parent: closing a descriptor the
-    parent also holds sends nothing (no FIN, no TLS close_notify; never shutdown()).
-
-    The pools' queues get fresh locks first: a parent thread may have held one at the
-    fork, and nothing in the child (this, or urllib3 closing a pool it collects) may wait
-    for it.
-    """
-    for adapter in {id(a): a for a in session.adapters.values()}.values():
-        pools: dict[object, Any] = getattr(adapter, "_pools", {})
-        for pool in list(pools.values()):
-            waiting = getattr(pool, "pool", None)
-            if not isinstance(waiting, queue.Queue):
-                continue
-            mutex = threading.Lock()
-            waiting.mutex = mutex
-            waiting.not_empty = threading.Condition(mutex)
-            waiting.not_full = threading.Condition(mutex)
-            waiting.all_tasks_done = threading.Condition(mutex)
-            idle, waiting.queue = list(waiting.queue), type(waiting.queue)()
-            for conn in idle:
-                if conn is not None:  # a free slot
-                    conn.close()  # http.client: the socket's close(), the descriptor only
-
-
 def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
     """The body, at most MAX_TOKEN_RESPONSE_BYTES, within the read time-out as a whole."""
-    length = declared_length(response.headers.get("Content-Length", ""))
-    if length is not None and length > MAX_TOKEN_RESPONSE_BYTES:
-        raise ProtocolError(
-            f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
-            status_code=response.status_code,
-        )
-    deadline = time.monotonic() + read_timeout
-    pieces: list[bytes] = []
-    total = 0
-    while chunk := response.raw.read1(16384, decode_content=True):
-        total += len(chunk)
-        if total > MAX_TOKEN_RESPONSE_BYTES:
-            raise ProtocolError(
-                f"the token response is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes",
-                status_code=response.status_code,
-            )
-        if time.monotonic() > deadline:
-            raise RequestTimeoutError(
-                f"the token response took longer than {read_timeout} s to arrive",
-                maybe_delivered=False,
-            )
-        pieces.append(chunk)
-    return b"".join(pieces)
+    limit = BodyLimit(
+        MAX_TOKEN_RESPONSE_BYTES,
+        response.status_code,
+        what="token response",
+        quote_declared=False,
+    )
+    limit.declared(response.headers.get("Content-Length", ""))
+    return read_body(
+        response.raw,
+        limit,
+        read_timeout=read_timeout,
+        too_slow=lambda: RequestTimeoutError(
+            f"the token response took longer than {read_timeout} s to arrive",
+            maybe_delivered=False,
+        ),
+        chunk_size=16384,
+    )
 
 
 _NOT_JSON = object()

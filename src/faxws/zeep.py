@@ -32,14 +32,15 @@ import zeep.proxy
 from lxml import etree
 
 from faxws import _resources
-from faxws._http.shared import DEFAULT_MAX_CONNECTIONS, caller_options
-from faxws._http.sync_caller import SyncCaller
-from faxws._http.sync_transport import (
+from faxws._http.shared import (
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     RawResponse,
     Timeout,
+    caller_options,
 )
+from faxws._http.sync_caller import SyncCaller
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.checks import check_request_id, check_text
 from faxws._protocol.reader import (

@@ -56,14 +56,16 @@ from aiohttp.client_proto import ResponseHandler
 
 from faxws._http.shared import (
     MAX_INTERIM_RESPONSES,
+    BodyLimit,
     RawResponse,
-    declared_length,
+    causes,
+    classify,
     early_success,
     endpoint,
     forks,
     transport_error,
 )
-from faxws.errors import BadInputError, DocumentError, FaxWSError, ProtocolError, excerpt
+from faxws.errors import BadInputError, DocumentError, FaxWSError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
 
@@ -533,29 +535,18 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 
 
 def _kind(exc: BaseException) -> str:
-    for cls, kind in _KINDS:
-        if isinstance(exc, cls):
-            if kind == "connection" and any(isinstance(e, ssl.SSLError) for e in _chain(exc)):
-                return "tls"
-            return kind
-    return "unexpected"
+    return classify(exc, _KINDS, _chain)
+
+
+def _wrapped(exc: BaseException) -> list[object]:
+    # aiohttp keeps the original as the cause or in an attribute.
+    names = ("certificate_error", "os_error", "_os_error")
+    return [*(getattr(exc, name, None) for name in names), exc.__cause__, exc.__context__]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what it wraps (aiohttp keeps the original as the cause or in an
-    attribute)."""
-    out: list[BaseException] = []
-    stack: list[Any] = [exc]
-    while stack:
-        cur = stack.pop(0)
-        if not isinstance(cur, BaseException) or any(cur is e for e in out):
-            continue
-        out.append(cur)
-        stack.extend(
-            getattr(cur, name, None) for name in ("certificate_error", "os_error", "_os_error")
-        )
-        stack.extend((cur.__cause__, cur.__context__))
-    return out
+    """``exc`` and what it wraps."""
+    return causes(exc, _wrapped)
 
 
 def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
@@ -906,28 +897,14 @@ class AsyncHttpTransport:
 
     async def _read(self, response: aiohttp.ClientResponse, request_id: str) -> bytes:
         """The body, at most ``max_response_bytes`` (after decompression)."""
-        limit = self.max_response_bytes
-        declared = response.headers.get("Content-Length", "")
-        length = declared_length(declared)
-        if length is not None and length > limit:
-            raise ProtocolError(
-                f"the response is larger than {limit} bytes (Content-Length {declared})",
-                request_id=request_id,
-                status_code=response.status,
-            )
+        limit = BodyLimit(self.max_response_bytes, response.status, request_id=request_id)
+        length = limit.declared(response.headers.get("Content-Length", ""))
         if length is not None and "Content-Encoding" not in response.headers:
             return await response.read()  # exactly the declared length, at most the limit
         chunks: list[bytes] = []
-        total = 0
         content = response.content
         while chunk := await content.readany():
-            total += len(chunk)
-            if total > limit:
-                raise ProtocolError(
-                    f"the response is larger than {limit} bytes",
-                    request_id=request_id,
-                    status_code=response.status,
-                )
+            limit.add(chunk)
             chunks.append(chunk)
         return b"".join(chunks)
 

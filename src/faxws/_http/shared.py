@@ -1,13 +1,16 @@
 """What the HTTP stacks share, with no I/O: the options of a caller and their checks, the raw
-answer, how a failed exchange is reported, and the retry decisions of one call.
+answer and the bounds of its body, how a failed exchange is reported, what a fork resets,
+and the retry decisions of one call.
 
 The synchronous stack (:mod:`.sync_transport`, requests and urllib3) and the asynchronous
 one (:mod:`.async_transport`) each map their own exceptions onto a *kind* (``"timeout"``,
-``"tls"``, ...) and a short cause, with one table each; :func:`transport_error` turns that,
-and the one fact that decides ``maybe_delivered`` (whether any byte of the request was
-written), into the faxws error. :class:`Attempts` holds what the callers decide between
-attempts, so that :class:`.sync_caller.SyncCaller` and :class:`.async_caller.AsyncCaller`
-differ only in how they wait and post.
+``"tls"``, ...) and a short cause, with one table each (read by :func:`classify`);
+:func:`transport_error` turns that, and the one fact that decides ``maybe_delivered``
+(whether any byte of the request was written), into the faxws error. :class:`BodyLimit` is
+the size bound every reader of answers applies (both transports and the token providers).
+:class:`Attempts` holds what the callers decide between attempts, so that
+:class:`.sync_caller.SyncCaller` and :class:`.async_caller.AsyncCaller` differ only in how
+they wait and post.
 """
 
 from __future__ import annotations
@@ -16,14 +19,22 @@ import logging
 import math
 import os
 import ssl
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._log import logger
 from faxws._protocol.checks import check_int, is_loopback
 from faxws._protocol.soap import may_retry
-from faxws.errors import BadInputError, ConnectError, RequestTimeoutError, TransportError
+from faxws.errors import (
+    BadInputError,
+    ConnectError,
+    ProtocolError,
+    RequestTimeoutError,
+    TransportError,
+)
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -32,13 +43,17 @@ __all__ = [
     "MAX_INTERIM_RESPONSES",
     "MAX_TIMEOUT",
     "Attempts",
+    "BodyLimit",
     "CallerOptions",
     "RawResponse",
     "Timeout",
+    "after_fork_in_child",
     "caller_options",
+    "causes",
     "check_proxies",
     "check_timeout",
     "check_verify",
+    "classify",
     "declared_length",
     "early_success",
     "endpoint",
@@ -198,11 +213,17 @@ def caller_options(
 # -- processes ---------------------------------------------------------------------------------
 
 _forks = 0
+T = TypeVar("T")
+#: Owners of state a forked child must not share with its parent, with what resets it there
+#: (weakly: an owner nobody uses any more is not kept for this).
+_resets: weakref.WeakKeyDictionary[Any, Callable[[Any], None]] = weakref.WeakKeyDictionary()
 
 
 def _forked() -> None:
     global _forks
     _forks += 1
+    for owner, reset in list(_resets.items()):
+        reset(owner)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
@@ -216,6 +237,13 @@ def forks() -> int:
     return _forks
 
 
+def after_fork_in_child(owner: T, reset: Callable[[T], None]) -> None:
+    """Have ``reset(owner)`` run in the child of every fork, before any other thread exists
+    there: for state that must be replaced at once (locks a parent thread may hold), where
+    looking at :func:`forks` on the next use would be too late."""
+    _resets[owner] = reset
+
+
 # -- a failed exchange ------------------------------------------------------------------------
 
 
@@ -225,19 +253,119 @@ def declared_length(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
+class BodyLimit:
+    """The size bound of one answer's body: the length its head declares, then the bytes
+    that arrive, each refused past ``limit`` with a ProtocolError naming the answer
+    (``what``) and, when ``quote_declared``, the declared length."""
+
+    __slots__ = ("_quote", "_request_id", "_status", "_what", "limit", "total")
+
+    def __init__(
+        self,
+        limit: int,
+        status: int,
+        *,
+        request_id: str | None = None,
+        what: str = "response",
+        quote_declared: bool = True,
+    ) -> None:
+        self.limit = limit
+        self.total = 0
+        self._status = status
+        self._request_id = request_id
+        self._what = what
+        self._quote = quote_declared
+
+    def declared(self, value: str) -> int | None:
+        """The Content-Length ``value`` as a number (None when it is not one), refused when
+        it is over the limit: nothing of such a body is read."""
+        length = declared_length(value)
+        if length is not None and length > self.limit:
+            raise self._error(f" (Content-Length {value})" if self._quote else "")
+        return length
+
+    def add(self, chunk: bytes) -> None:
+        """``chunk`` arrived: refused once the body comes to more than the limit."""
+        self.total += len(chunk)
+        if self.total > self.limit:
+            raise self._error("")
+
+    def _error(self, detail: str) -> ProtocolError:
+        return ProtocolError(
+            f"the {self._what} is larger than {self.limit} bytes{detail}",
+            request_id=self._request_id,
+            status_code=self._status,
+        )
+
+
 def endpoint(url: str) -> str:
     """``host:port`` of ``url``, as transport errors name where they failed."""
     parts = urlsplit(url)
     return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
+def causes(
+    exc: BaseException, wrapped: Callable[[BaseException], Iterable[object]]
+) -> list[BaseException]:
+    """``exc`` and every exception it wraps, nearest first, each once; ``wrapped`` names
+    what one exception wraps (where each HTTP stack keeps it)."""
+    out: list[BaseException] = []
+    stack: list[object] = [exc]
+    while stack:
+        cur = stack.pop(0)
+        if not isinstance(cur, BaseException) or any(cur is e for e in out):
+            continue
+        out.append(cur)
+        stack.extend(wrapped(cur))
+    return out
+
+
+def classify(
+    exc: BaseException,
+    table: Iterable[tuple[type[BaseException], str]],
+    chain: Callable[[BaseException], list[BaseException]],
+    is_timeout: Callable[[BaseException], bool] | None = None,
+) -> str:
+    """The kind of a failure: the first ``(exception class, kind)`` of the stack's ``table``
+    that ``exc`` is an instance of, or ``"unexpected"``. A connection failure caused by a
+    TLS error is ``"tls"``. With ``is_timeout`` (for stacks whose classes do not say it
+    alone), a ``"timeout"`` row needs it to hold, and a connection failure caused by a
+    time-out is ``"timeout"``."""
+    for cls, kind in table:
+        if not isinstance(exc, cls):
+            continue
+        if kind == "timeout" and is_timeout is not None and not is_timeout(exc):
+            continue
+        if kind == "connection":
+            wrapped = chain(exc)
+            if any(isinstance(e, ssl.SSLError) for e in wrapped):
+                return "tls"
+            if is_timeout is not None and any(is_timeout(e) for e in wrapped):
+                return "timeout"
+        return kind
+    return "unexpected"
+
+
 def transport_error(
-    kind: str, cause: str, *, written: bool, request_id: str, where: str
+    kind: str,
+    cause: str,
+    *,
+    written: bool,
+    request_id: str | None,
+    where: str,
+    token_endpoint: bool = False,
 ) -> TransportError:
     """The faxws error for a failed exchange. ``kind`` and ``cause`` come from the HTTP
     stack's own exception table (``cause`` already masked); ``written`` says whether any byte
     of the request had been written to the connection, and alone decides
-    ``maybe_delivered``."""
+    ``maybe_delivered``. A failed token request (``token_endpoint``) wrote nothing of the
+    call it serves: it is never maybe delivered."""
+    if token_endpoint:
+        if kind == "timeout":
+            return RequestTimeoutError(
+                f"{where} did not answer in time ({cause})", maybe_delivered=False
+            )
+        return ConnectError(f"cannot get a token from {where}: {cause}")
     if not written:
         if kind == "timeout":
             return RequestTimeoutError(

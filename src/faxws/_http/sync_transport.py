@@ -21,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
+import queue
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -37,15 +39,11 @@ import urllib3.exceptions
 from urllib3.util.wait import wait_for_read
 
 from faxws._http.shared import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT,
     MAX_INTERIM_RESPONSES,
+    BodyLimit,
     RawResponse,
-    Timeout,
-    check_proxies,
-    check_timeout,
-    check_verify,
-    declared_length,
+    causes,
+    classify,
     early_success,
     endpoint,
     forks,
@@ -54,23 +52,18 @@ from faxws._http.shared import (
 from faxws.errors import (
     DocumentError,
     FaxWSError,
-    ProtocolError,
     RequestTimeoutError,
     TransportError,
     excerpt,
 )
 
 __all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "DEFAULT_TIMEOUT",
     "HttpTransport",
     "RawResponse",
-    "Timeout",
-    "check_proxies",
-    "check_timeout",
-    "check_verify",
-    "describe_failure",
     "failure",
+    "forget_connections",
+    "new_session",
+    "read_body",
 ]
 
 # -- the fact: was any byte of the request written? -----------------------------------------
@@ -433,6 +426,52 @@ class _Adapter(requests.adapters.HTTPAdapter):
         return manager
 
 
+def new_session(
+    verify: bool | str, *, max_connections: int, proxies: Mapping[str, str] | None = None
+) -> requests.Session:
+    """A session with faxws's adapter (interim answers read past, the answer's head within
+    the read time-out, unparseable header lines refused, bytes written recorded) and an
+    empty pool, made in (and for) this process. It takes nothing from the environment
+    (``trust_env=False``): a ``~/.netrc`` entry would otherwise replace the Bearer header,
+    proxy variables would reroute credentials, and a CA bundle named there would be
+    trusted; ``verify`` (the system's trust, or the bundle given) alone is trusted."""
+    session = requests.Session()
+    session.trust_env = False
+    session.verify = verify
+    if proxies:
+        session.proxies.update(proxies)
+    adapter = _Adapter(pool_connections=1, pool_maxsize=max_connections, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def forget_connections(session: requests.Session) -> None:
+    """In a forked child, close this process's descriptors of the connections ``session``
+    pooled, leaving the connections themselves to the parent: closing a descriptor the
+    parent also holds sends nothing (no FIN, no TLS close_notify; never shutdown()).
+
+    The pools' queues get fresh locks first: a parent thread may have held one at the
+    fork, and nothing in the child (this, or urllib3 closing a pool it collects) may wait
+    for it.
+    """
+    for adapter in {id(a): a for a in session.adapters.values()}.values():
+        pools: Mapping[object, Any] = getattr(adapter, "_pools", {})
+        for pool in list(pools.values()):
+            waiting = getattr(pool, "pool", None)
+            if not isinstance(waiting, queue.Queue):
+                continue
+            mutex = threading.Lock()
+            waiting.mutex = mutex
+            waiting.not_empty = threading.Condition(mutex)
+            waiting.not_full = threading.Condition(mutex)
+            waiting.all_tasks_done = threading.Condition(mutex)
+            idle, waiting.queue = list(waiting.queue), type(waiting.queue)()
+            for conn in idle:
+                if conn is not None:  # a free slot
+                    conn.close()  # http.client: the socket's close(), the descriptor only
+
+
 # -- one table: requests' and urllib3's failures -> what to say -------------------------------
 
 # (exception class, kind), most specific first; the first match describes the failure.
@@ -463,30 +502,17 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def _kind(exc: BaseException) -> str:
-    for cls, kind in _KINDS:
-        if isinstance(exc, cls) and not (kind == "timeout" and not _is_timeout(exc)):
-            if kind == "connection" and any(isinstance(e, ssl.SSLError) for e in _chain(exc)):
-                return "tls"
-            if kind == "connection" and any(_is_timeout(e) for e in _chain(exc)):
-                return "timeout"
-            return kind
-    return "unexpected"
+    return classify(exc, _KINDS, _chain, _is_timeout)
+
+
+def _wrapped(exc: BaseException) -> list[object]:
+    # requests and urllib3 nest reasons in ``args`` and ``reason``.
+    return [getattr(exc, "reason", None), *exc.args, exc.__cause__, exc.__context__]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything it wraps (requests and urllib3 nest reasons in ``args``)."""
-    out: list[BaseException] = []
-    stack: list[Any] = [exc]
-    while stack:
-        cur = stack.pop(0)
-        if not isinstance(cur, BaseException) or any(cur is e for e in out):
-            continue
-        out.append(cur)
-        stack.append(getattr(cur, "reason", None))
-        stack.extend(cur.args)
-        stack.append(cur.__cause__)
-        stack.append(cur.__context__)
-    return out
+    """``exc`` and everything it wraps."""
+    return causes(exc, _wrapped)
 
 
 def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
@@ -512,25 +538,54 @@ def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text)
     return excerpt(redact(str(exc)), 200) or type(exc).__name__
 
 
-def describe_failure(exc: BaseException) -> tuple[str, str]:
-    """(kind, root cause) of an exception of requests, urllib3 or the socket layer."""
-    return _kind(exc), _cause(exc)
-
-
 def failure(
     exc: BaseException,
     *,
     written: bool,
-    request_id: str,
+    request_id: str | None,
     where: str,
     redact: Callable[[str], str] = lambda text: text,
+    token_endpoint: bool = False,
 ) -> TransportError:
     """The faxws error for a failed exchange: ``written`` says whether any byte of the
     request had been written to the connection. ``redact`` masks secrets in the cause,
-    which may quote what a server sent."""
+    which may quote what a server sent. ``token_endpoint``: a token provider's request
+    (see :func:`~faxws._http.shared.transport_error`)."""
     return transport_error(
-        _kind(exc), redact(_cause(exc, redact)), written=written, request_id=request_id, where=where
+        _kind(exc),
+        redact(_cause(exc, redact)),
+        written=written,
+        request_id=request_id,
+        where=where,
+        token_endpoint=token_endpoint,
     )
+
+
+def read_body(
+    raw: Any,
+    limit: BodyLimit,
+    *,
+    read_timeout: float,
+    too_slow: Callable[[], FaxWSError],
+    expected: int = -1,
+    chunk_size: int = 65536,
+) -> bytes:
+    """The body of an answer from urllib3's response ``raw``, decoded, bounded by ``limit``
+    in size and by ``read_timeout`` as a whole (``too_slow`` is raised past it): a server
+    that drips its answer cannot hold a call longer than that (each socket read also
+    waits at most that long). With ``expected`` bytes known to come (a plain body of a
+    known length), the body is done when they came: urllib3 gave the connection back to
+    the pool with the last of them."""
+    deadline = time.monotonic() + read_timeout
+    chunks: list[bytes] = []
+    while chunk := raw.read1(chunk_size, decode_content=True):
+        limit.add(chunk)
+        chunks.append(chunk)
+        if limit.total == expected:
+            break
+        if time.monotonic() > deadline:
+            raise too_slow()
+    return b"".join(chunks)
 
 
 # -- the transport ----------------------------------------------------------------------------
@@ -574,16 +629,11 @@ class HttpTransport:
 
     def _new_session(self) -> requests.Session:
         """A session with an empty pool, made in (and for) this process."""
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = self._verify
-        if self._proxies:
-            session.proxies.update(self._proxies)
-        adapter = _Adapter(pool_connections=1, pool_maxsize=self._max_connections, max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
+        session = new_session(
+            self._verify, max_connections=self._max_connections, proxies=self._proxies
+        )
         self._session = session
-        self._adapter = adapter
+        self._adapter = cast(_Adapter, session.get_adapter(self.url))
         self._forks = forks()
         return session
 
@@ -668,28 +718,12 @@ class HttpTransport:
         )
 
     def _read(self, response: requests.Response, request_id: str) -> bytes:
-        """The body, bounded in size and in time: a server that drips its answer cannot
-        hold a call for longer than the read time-out (each read waits at most that long,
-        and so does the whole answer)."""
+        """The body, bounded in size and in time."""
         read_timeout = self.timeout[1]
-        deadline = time.monotonic() + read_timeout
-        raw = response.raw
-        chunks: list[bytes] = []
-        total = 0
         headers = response.headers
-        declared = headers.get("Content-Length", "")
-        length = declared_length(declared)
-        if length is not None and length > self.max_response_bytes:
-            raise ProtocolError(
-                f"the response is larger than {self.max_response_bytes} bytes "
-                f"(Content-Length {declared})",
-                request_id=request_id,
-                status_code=response.status_code,
-            )
-        # With its length known (no encoding to undo, not chunked), the body is done when that
-        # many bytes came: urllib3 gave the connection back to the pool with the last of them.
+        limit = BodyLimit(self.max_response_bytes, response.status_code, request_id=request_id)
+        length = limit.declared(headers.get("Content-Length", ""))
         plain = "Content-Encoding" not in headers and "Transfer-Encoding" not in headers
-        expected = length if plain and length is not None else -1
 
         def too_slow() -> RequestTimeoutError:
             return RequestTimeoutError(
@@ -699,26 +733,18 @@ class HttpTransport:
                 maybe_delivered=True,
             )
 
-        while True:
-            try:
-                chunk = raw.read1(65536, decode_content=True)
-            except Exception as exc:
-                # The socket's own reads keep the body's deadline (_AnswerDeadline).
-                if any(_is_timeout(e) for e in _chain(exc)):
-                    raise too_slow() from None
-                raise
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > self.max_response_bytes:
-                raise ProtocolError(
-                    f"the response is larger than {self.max_response_bytes} bytes",
-                    request_id=request_id,
-                    status_code=response.status_code,
-                )
-            chunks.append(chunk)
-            if total == expected:
-                break
-            if time.monotonic() > deadline:
-                raise too_slow()
-        return b"".join(chunks)
+        try:
+            return read_body(
+                response.raw,
+                limit,
+                read_timeout=read_timeout,
+                too_slow=too_slow,
+                expected=length if plain and length is not None else -1,
+            )
+        except FaxWSError:
+            raise
+        except Exception as exc:
+            # The socket's own reads keep the body's deadline (_AnswerDeadline).
+            if any(_is_timeout(e) for e in _chain(exc)):
+                raise too_slow() from None
+            raise
