@@ -264,11 +264,12 @@ def test_an_unexpected_failure_is_one_json_error_without_secrets(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from faxws import cli
+    from faxws.cli import _client
 
     def broken(args: object) -> object:
         raise RuntimeError(f"unexpected, with {MARKER}")
 
-    monkeypatch.setattr(cli, "_make_client", broken)
+    monkeypatch.setattr(_client, "make_client", broken)
     monkeypatch.setenv("FAXWS_TOKEN", MARKER)
     code = cli.main(["report", "J1", "--json"])
     out, err = capsys.readouterr()

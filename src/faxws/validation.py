@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import TextIO
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
@@ -473,53 +472,14 @@ def validate_or_raise(document: Document, *, max_issues: int | None = None) -> N
 
 # -- the command line -----------------------------------------------------------------------
 
+# ``faxws validate``'s output moved to the command line's package; its name here still works.
+if TYPE_CHECKING:
+    from faxws.cli._validate import validate_documents as validate_documents
+else:
 
-def validate_documents(
-    names: Sequence[str],
-    *,
-    as_json: bool,
-    max_issues: int | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
-) -> int:
-    """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read.
+    def __getattr__(name: str) -> object:
+        if name == "validate_documents":
+            from faxws.cli._validate import validate_documents
 
-    At most ``max_issues`` issues per file are shown; when some are left out, a last line
-    (``"total_issues"`` and ``"truncated"`` in JSON) says how many there were.
-    """
-    results: list[dict[str, object]] = []
-    unreadable = invalid = False
-    for name in names:
-        try:
-            data = sys.stdin.buffer.read() if name == "-" else _read(name)
-        except OSError as exc:
-            unreadable = True
-            print(f"{name}: cannot read: {exc.strerror or exc}", file=err)
-            results.append({"file": name, "error": f"cannot read: {exc.strerror or exc}"})
-            continue
-        issues = validate(data, max_issues=max_issues)
-        invalid = invalid or bool(issues)
-        results.append(
-            {
-                "file": name,
-                "valid": not issues,
-                "issues": [asdict(i) for i in issues],
-                "total_issues": issues.total,
-                "truncated": issues.truncated,
-            }
-        )
-        if not as_json:
-            for issue in issues:
-                print(f"{name}:{issue.line}: {issue.path}: {issue.message}", file=out)
-            if issues.truncated:
-                print(
-                    f"{name}: {issues.total} issues, the first {len(issues)} shown (--max-issues)",
-                    file=out,
-                )
-            if not issues:
-                print(f"{name}: valid", file=out)
-    if as_json:
-        import json  # only --json needs it; kept off the import path
-
-        out.write(json.dumps(results, indent=2) + "\n")
-    return 2 if unreadable else 1 if invalid else 0
+            return validate_documents
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,355 @@
+"""The ``faxws`` command line: send, report, serve, validate.
+
+Exit codes: 0 success, 1 service error or fault, 2 bad usage or bad input, 3 authentication,
+4 transport, 5 the request reached the service (or may have) and then the command failed (its
+output could not be written), 130 interrupted (Ctrl-C). Errors go to stderr in one line, with
+the request id; with ``--json`` every outcome, usage errors included, is also one JSON object on
+stdout. Secrets (PIN, token, client secret) are never printed, also not with ``--verbose`` and
+not in usage errors. Output cannot fail on encoding, and a stream that cannot be written (a
+closed pipe, a full disk) ends the run with one line, never a traceback.
+
+Only the standard library is imported at start, so ``faxws --help`` stays fast; each command's
+module imports what it needs. ``_output`` says every outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Callable, Collection, Sequence
+from types import ModuleType
+from typing import Any, NoReturn
+
+from faxws.cli import _report, _send, _serve, _validate
+from faxws.cli._client import ENV, SETTINGS, secrets_in
+from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, UsageError
+from faxws.cli._send import spool_stdin
+
+__all__ = ["ENV", "build_parser", "main", "spool_stdin"]
+
+Run = Callable[[argparse.Namespace, Outcome], int]
+
+
+class _ParseError(Exception):
+    """argparse refused the arguments. Raised instead of printed, so that the message can lose
+    the values it quotes and be answered in JSON."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kwargs: Any) -> None:
+        # allow_abbrev=False: "--pi X" must not be taken for "--pin X", nor the other way round.
+        formatter = argparse.RawDescriptionHelpFormatter
+        super().__init__(formatter_class=formatter, allow_abbrev=False, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(self, message)
+
+
+def _checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], problem: str) -> Any:
+    """An argparse ``type``: ``convert``, then ``ok``; either failing says ``problem``."""
+
+    def check(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(problem) from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return check
+
+
+PORT_PROBLEM = "must be a port number from 0 to 65535"
+SECONDS_PROBLEM = "must be a finite number of seconds > 0"
+COUNT_PROBLEM = "must be a whole number > 0"
+_port = _checked(int, lambda v: 0 <= v <= 65535, PORT_PROBLEM)
+_count = _checked(int, lambda v: v >= 1, COUNT_PROBLEM)
+_seconds = _checked(float, lambda v: math.isfinite(v) and v > 0, SECONDS_PROBLEM)
+_JSON_HELP = "print JSON for machines"
+
+
+def _client_options() -> _Parser:
+    p = _Parser(add_help=False)
+    g = p.add_argument_group(
+        "connection and credentials (flags win over the FAXWS_* environment variables)"
+    )
+    for key, text in SETTINGS.items():
+        g.add_argument(FLAGS[key], help=text.format(ENV[key]))
+    g.add_argument("--timeout", type=_seconds, default=None, help="seconds (default 60)")
+    g.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="allow credentials over plain http to a non-loopback host",
+    )
+    o = p.add_argument_group("output")
+    o.add_argument("--request-id", help="x-ch-request-id to send (default: a fresh UUID4)")
+    o.add_argument("--json", action="store_true", help=_JSON_HELP)
+    o.add_argument(
+        "-v", "--verbose", action="store_true", help="log the exchange to stderr (never secrets)"
+    )
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from faxws._version import __version__
+
+    parser = _Parser(
+        prog="faxws",
+        description="Client, validator and local simulator for the FaxWS v5 SOAP fax service.",
+        epilog=EXIT_CODES_HELP + "\n" + _send.EXAMPLE,
+    )
+    parser.add_argument("--version", action="version", version=f"faxws {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    common = _client_options()
+
+    def command(name: str, module: ModuleType, *parents: _Parser) -> argparse.ArgumentParser:
+        """The parser of a command whose module has its words and its ``run``."""
+        p: argparse.ArgumentParser = sub.add_parser(
+            name,
+            parents=parents,
+            help=module.SUMMARY,
+            description=module.DESCRIPTION,
+            epilog=module.EPILOG,
+        )
+        p.set_defaults(run=module.run)
+        return p
+
+    send = command("send", _send, common)
+    send.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="documents to send; - reads one from standard input (needs --file-type)",
+    )
+    send.add_argument(
+        "--to",
+        action="append",
+        required=True,
+        metavar="NUMBER",
+        help="recipient fax number (repeat for more recipients)",
+    )
+    for what in ("name", "company"):
+        send.add_argument(
+            f"--{what}",
+            action="append",
+            default=[],
+            metavar=what.upper(),
+            help=f"recipient {what}, paired with --to in order",
+        )
+    send.add_argument(
+        "--file-type",
+        metavar="TYPE",
+        help="file type for every FILE: a name (pdf, tiff_g4, ...) or a number; "
+        "default: from each file's extension",
+    )
+
+    report = command("report", _report, common)
+    report.add_argument("job_id", metavar="JOB_ID")
+    report.add_argument(
+        "--recipient-type",
+        type=int,
+        metavar="N",
+        help="kind of recipient address (goes with --address)",
+    )
+    report.add_argument(
+        "--address", metavar="ADDR", help="recipient address (goes with --recipient-type)"
+    )
+
+    serve = command("serve", _serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=_port, default=8080, help="port (0: any free port)")
+    serve.add_argument("--user-id", help="accept this user instead of the demo account")
+    serve.add_argument("--pin", help="that user's PIN [FAXWS_PIN, only with --user-id]")
+    serve.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        help="a bearer token to accept for that user (repeatable)",
+    )
+    serve.add_argument("--client-id", help="OAuth client id for that user's token endpoint")
+    serve.add_argument(
+        "--client-secret",
+        help="OAuth client secret [FAXWS_CLIENT_SECRET, only with --user-id]",
+    )
+    serve.add_argument(
+        "--token-lifetime",
+        type=_seconds,
+        default=3600.0,
+        help="seconds an issued token stays valid (default 3600)",
+    )
+    serve.add_argument(
+        "--strict",
+        action="store_true",
+        help="answer a request not in the contract's exact form with a SOAP fault naming "
+        "each difference (default: serve it and record the differences)",
+    )
+    serve.add_argument(
+        "--db",
+        metavar="PATH",
+        help="keep jobs in this SQLite file and their documents beside it, across restarts",
+    )
+    serve.add_argument(
+        "--max-jobs",
+        type=_count,
+        default=100_000,
+        help="jobs kept; beyond them the oldest are forgotten (default 100000)",
+    )
+    serve.add_argument(
+        "--quiet", action="store_true", help="no line on standard error for each request"
+    )
+    serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
+
+    validate = command("validate", _validate)
+    validate.add_argument("files", nargs="+", metavar="FILE", help="documents; - for stdin")
+    validate.add_argument("--json", action="store_true", help=_JSON_HELP)
+    validate.add_argument(
+        "--max-issues",
+        type=_count,
+        default=100,
+        metavar="N",
+        help="show at most N issues per file, and how many there were in all (default 100)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    out = Outcome(words, secrets_in(words))
+    # Every write of the run, argparse's help and the logs included, goes through streams
+    # that cannot raise; what failed is reported once, by out.finish().
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out.stdout.as_text(), out.stderr.as_text()
+    try:
+        try:
+            code = _main(words, out)
+        except KeyboardInterrupt:
+            code = out.interrupted()
+        except SystemExit as exc:  # --help and --version: argparse has written them
+            code = exc.code if isinstance(exc.code, int) else EXIT_SERVICE if exc.code else 0
+        return out.finish(code)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(words: list[str], out: Outcome) -> int:
+    parser = build_parser()
+    # A word the parser knows (``send``, ``--to``) that follows a secret flag was not its
+    # value (argparse would not take it as one); masking it would garble every message.
+    out.secrets -= _vocabulary(parser)
+    try:
+        args = parser.parse_args(words)
+    except _ParseError as exc:
+        return out.usage(_safe_message(exc, parser, words, out.secrets), exc.parser)
+    out.prog = f"faxws {args.command}"
+    out.as_json = bool(args.json)
+    run: Run = args.run
+    try:
+        return run(args, out)
+    except UsageError as exc:
+        return out.usage(str(exc))
+    except Exception as exc:
+        from faxws.errors import FaxWSError
+
+        if isinstance(exc, FaxWSError):
+            return out.error(exc)
+        return out.internal(exc, verbose=bool(getattr(args, "verbose", False)))
+
+
+# -- argparse messages without values -------------------------------------------------------
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    out: list[argparse.Action] = []
+    for action in parser._actions:
+        out.append(action)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out += _all_actions(sub)
+    return out
+
+
+def _vocabulary(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag and command name ``parser`` knows."""
+    words: set[str] = set()
+    for action in _all_actions(parser):
+        words.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            words.update(action.choices)
+    return words
+
+
+def _action_name(action: argparse.Action) -> str | None:
+    """The name argparse's messages give an argument."""
+    if action.option_strings:
+        return "/".join(action.option_strings)
+    if isinstance(action.metavar, str) and action.metavar != argparse.SUPPRESS:
+        return action.metavar
+    return action.dest if action.dest != argparse.SUPPRESS else None
+
+
+def _safe_message(
+    error: _ParseError,
+    root: argparse.ArgumentParser,
+    words: Sequence[str],
+    secrets: Collection[str],
+) -> str:
+    """argparse's message with every value it quotes taken out.
+
+    Any value may be a secret: a token typed before the command becomes an "invalid choice",
+    a PIN after a misspelled flag an "unrecognized argument", and masking the known secrets
+    cannot know a misplaced one. So only the program's own words are kept: argument names,
+    choices, the problem; a message of a form not known here becomes a generic one.
+    """
+    message = error.message
+    names = {_action_name(a): a for a in _all_actions(root)}
+    names.update({_action_name(a): a for a in error.parser._actions})
+    for name, action in names.items():
+        prefix = f"argument {name}: "
+        if name is None or not message.startswith(prefix):
+            continue
+        problem = message[len(prefix) :]
+        if problem in (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM) or re.fullmatch(
+            r"expected (one|at most one|at least one|\d+) arguments?", problem
+        ):
+            return message
+        if problem.startswith("invalid choice: ") and action.choices is not None:
+            choices = ", ".join(str(c) for c in action.choices)
+            hint = ""
+            if isinstance(action, argparse._SubParsersAction) and words[0].startswith("-"):
+                hint = "; options go after the command"
+            return f"{prefix}invalid choice (choose from {choices}){hint}"
+        kind = re.match(r"invalid (\w+) value: ", problem)
+        if kind is not None:
+            return f"{prefix}invalid {kind.group(1)} value"
+        if problem.startswith("ignored explicit argument "):
+            return f"{prefix}takes no value"
+        return f"{prefix}invalid value"
+    if message.startswith(("the following arguments are required: ", "one of the arguments ")):
+        return message  # names only
+    if message.startswith("unrecognized arguments: "):
+        # Misspelled flags are shown (--pn), values never: a PIN after a misspelled --pin
+        # lands here. argparse joined the words with spaces; a value with spaces stays hidden.
+        shown: list[str] = []
+        hidden = False
+        for word in message[len("unrecognized arguments: ") :].split(" "):
+            option = word.split("=", 1)[0]
+            if re.fullmatch(r"--?[a-z][a-z0-9-]{0,40}", option) and option not in secrets:
+                if option not in shown:
+                    shown.append(option)
+                hidden = hidden or option != word
+            else:
+                hidden = True
+        text = f": {', '.join(shown)}" if shown else ""
+        return f"unrecognized arguments{text}{' (values are not shown)' if hidden else ''}"
+    if message.startswith("ambiguous option: ") and " could match " in message:
+        return "ambiguous option: it could match " + message.rpartition(" could match ")[2]
+    return "invalid arguments (see --help)"

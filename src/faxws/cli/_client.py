@@ -1,0 +1,144 @@
+"""The commands that call the service (send, report): their connection and credential options,
+read from the flags or the FAXWS_* variables, the client built from them, and the call."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from faxws.cli._output import EXIT_OK, FLAGS, Outcome, UsageError
+
+if TYPE_CHECKING:
+    from faxws.client import FaxClient
+
+#: Each setting's help; ``{}`` is its variable. A flag given wins over its variable.
+SETTINGS = {
+    "base_url": "service root, e.g. https://fax.example.com [{}]",
+    "user_id": "account, e.g. mbx1234567890 [{}]",
+    "token": "OAuth 2.0 access token [{}]",
+    "pin": "PIN or password; prefer the variable [{}]",
+    "token_url": "OAuth 2.0 token endpoint [{}]",
+    "client_id": "OAuth 2.0 client id [{}]",
+    "client_secret": "OAuth 2.0 client secret [{}]",
+    "scope": "OAuth 2.0 scope [{}] (default: 'FaxWS offline_access')",
+}
+ENV = {key: "FAXWS_" + key.upper() for key in SETTINGS}
+_CREDENTIAL_KEYS = ("token", "pin", "token_url", "client_id", "client_secret")
+_OAUTH_CLIENT_KEYS = ("token_url", "client_id", "client_secret")
+_SECRET_KEYS = ("token", "pin", "client_secret")
+SECRET_FLAGS = tuple(FLAGS[key] for key in _SECRET_KEYS)
+SECRET_VARIABLES = tuple(ENV[key] for key in _SECRET_KEYS)
+
+
+def secrets_in(words: Sequence[str]) -> set[str]:
+    """The values of the secret variables and of every secret flag, wherever it stands."""
+    found = {os.environ.get(name, "") for name in SECRET_VARIABLES}
+    for i, word in enumerate(words):
+        for flag in SECRET_FLAGS:
+            if word == flag and i + 1 < len(words):
+                found.add(words[i + 1])
+            elif word.startswith(flag + "="):
+                found.add(word[len(flag) + 1 :])
+    return {s for s in found if s}
+
+
+def _setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | None:
+    value = getattr(args, key, None)
+    if value is not None:
+        return str(value)
+    return os.environ.get(ENV[key]) if use_env else None
+
+
+def make_client(args: argparse.Namespace) -> FaxClient:
+    """The client the options describe: the one place a command builds one."""
+    from faxws.client import FaxClient
+
+    base_url = _setting(args, "base_url")
+    user_id = _setting(args, "user_id")
+    if not base_url:
+        raise UsageError("no service URL: pass --base-url or set FAXWS_BASE_URL")
+    if not user_id:
+        raise UsageError("no user id: pass --user-id or set FAXWS_USER_ID")
+    # Flags win: any credential flag means the environment's credentials are ignored.
+    from_flags = any(getattr(args, k, None) is not None for k in _CREDENTIAL_KEYS)
+    creds = {k: _setting(args, k, use_env=not from_flags) for k in _CREDENTIAL_KEYS}
+    oauth_client = any(creds[k] for k in _OAUTH_CLIENT_KEYS)
+    kinds = (creds["token"] is not None) + (creds["pin"] is not None) + oauth_client
+    if kinds != 1:
+        raise UsageError(
+            "give exactly one kind of credential: a token, a PIN, or the client credentials "
+            "(--token-url, --client-id, --client-secret)"
+        )
+    token: Any = creds["token"]
+    if oauth_client:
+        from faxws.oauth import DEFAULT_SCOPE, ClientCredentials
+
+        missing = [k for k in _OAUTH_CLIENT_KEYS if not creds[k]]
+        if missing:
+            raise UsageError(
+                f"client credentials need {', '.join(FLAGS[k] for k in missing)} as well"
+            )
+        token = ClientCredentials(
+            str(creds["token_url"]),
+            str(creds["client_id"]),
+            str(creds["client_secret"]),
+            scope=_setting(args, "scope") or DEFAULT_SCOPE,
+            allow_insecure_http=args.insecure_http,
+        )
+    kwargs: dict[str, Any] = {}
+    if args.timeout is not None:
+        kwargs["timeout"] = args.timeout
+    return FaxClient(
+        base_url,
+        user_id=user_id,
+        token=token,
+        pin=creds["pin"],
+        allow_insecure_http=args.insecure_http,
+        **kwargs,
+    )
+
+
+#: A call's result, what --json prints of it and the lines of text; the request and activity
+#: ids are added to both.
+Answer = tuple[Any, dict[str, Any], list[str]]
+
+
+def call(
+    args: argparse.Namespace, out: Outcome, action: Callable[[ExitStack], Answer], meaning: str
+) -> int:
+    """Run a client call and keep its answer (``meaning`` says what it means, "the fax was
+    sent") for main() to write; errors are raised on to main(), which reports them."""
+    # Chosen here, not by the client, so that an interrupted call can still name it.
+    if args.request_id is not None:
+        out.request_id = args.request_id
+    else:
+        from faxws._protocol.soap import new_request_id
+
+        out.request_id = new_request_id()
+    with ExitStack() as stack:
+        if args.verbose:
+            import logging
+
+            handler = logging.StreamHandler(out.stderr.as_text())
+            handler.setFormatter(logging.Formatter("faxws: %(levelname)s: %(message)s"))
+            logger = logging.getLogger("faxws")
+            level = logger.level
+            logger.addHandler(handler)
+            logger.setLevel(logging.DEBUG)
+            # main() may run more than once in a process (tests, embedding): leave the
+            # logger as it was.
+            stack.callback(logger.setLevel, level)
+            stack.callback(logger.removeHandler, handler)
+        result, data, lines = action(stack)
+        data.update(
+            request_id=result.request_id,
+            activity_id=result.activity_id,
+            execution_time_ms=result.execution_time_ms,
+        )
+        lines += [f"Request id:  {result.request_id}", f"Activity id: {result.activity_id or '-'}"]
+        # Kept before the client is closed: whatever fails from here on, the job ids are known.
+        out.answer(meaning, data, "\n".join(lines), data.get("job_ids") or [data["job_id"]])
+    return EXIT_OK

@@ -1,0 +1,388 @@
+"""What the command writes and how: exit codes, the one outcome of a run (text or ``--json``,
+the description of each failure), and streams that a write can never make raise."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+if TYPE_CHECKING:
+    import argparse
+
+EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
+#: The request reached the service, or may have, and then the command failed (its output could
+#: not be written): a script that sends again on other failures must not send this one again.
+EXIT_MAYBE_SENT = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success
+  1    service error or SOAP fault (the service answered and refused)
+  2    bad usage or bad input (nothing was sent)
+  3    authentication failed
+  4    transport failure (connection, time-out)
+  5    the request reached the service, or may have, and then the command failed
+       (e.g. its output could not be written): do not send it again before checking;
+       stderr names the request id and the job ids
+  130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
+"""
+
+#: Library argument names as the command's flags, for messages: the user typed the flags.
+FLAGS = {
+    "base_url": "--base-url",
+    "user_id": "--user-id",
+    "token": "--token",
+    "pin": "--pin",
+    "token_url": "--token-url",
+    "client_id": "--client-id",
+    "client_secret": "--client-secret",
+    "scope": "--scope",
+    "timeout": "--timeout",
+    "allow_insecure_http": "--insecure-http",
+    "request_id": "--request-id",
+    "fax_number": "--to",
+    "name": "--name",
+    "company": "--company",
+    "file_type": "--file-type",
+    "data": "FILE",
+    "path": "FILE",
+    "job_id": "JOB_ID",
+    "recipient_type": "--recipient-type",
+    "recip_address": "--address",
+}
+
+_CHECK_FIRST = "do not send it again before checking"
+
+
+class UsageError(Exception):
+    """Bad usage found after argparse (conflicting credentials, missing settings)."""
+
+
+class _Stream:
+    """One of the process's output streams, written so that a write cannot raise: text the
+    stream's encoding cannot hold goes out with backslash escapes (UTF-8 output is unchanged),
+    and the first failure (a closed pipe, a full disk, a closed descriptor) is kept for
+    :meth:`Outcome.finish` to report; later writes are dropped."""
+
+    def __init__(self, stream: TextIO | None, name: str) -> None:
+        self._stream = stream
+        self.name = name
+        self.failure: Exception | None = None
+
+    def as_text(self) -> TextIO:
+        """This stream where a ``TextIO`` is expected (``sys.stdout``, ``print(file=)``)."""
+        return cast("TextIO", self)
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str:
+        return getattr(self._stream, "errors", None) or "strict"
+
+    def write(self, text: str) -> int:
+        if self.failure is None:
+            try:
+                if self._stream is None:  # Python found the descriptor closed at start
+                    raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+                self._stream.write(_encodable(text, self._stream))
+            except Exception as exc:
+                self._failed(exc)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self.failure is None and self._stream is not None:
+            try:
+                self._stream.flush()
+            except Exception as exc:
+                self._failed(exc)
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except Exception:
+            return False
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return self._stream.fileno()
+
+    def _failed(self, exc: Exception) -> None:
+        self.failure = exc
+        # What the failed write left in the stream's buffer is flushed again at exit; failing
+        # then, Python prints "Exception ignored ... BrokenPipeError" and exits 120 whatever
+        # main() returned. The descriptor goes to devnull instead, as the Python documentation
+        # advises for a closed pipe.
+        if self._stream is None:
+            return
+        try:
+            fd = self._stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, fd)
+            finally:
+                os.close(devnull)
+        except Exception:  # noqa: S110 (no descriptor: nothing is flushed at exit either)
+            pass
+
+
+def _encodable(text: str, stream: object) -> str:
+    """``text`` as ``stream`` can encode it: unchanged when it can, else with backslash escapes
+    for what it cannot hold (a recipient's name on an ASCII terminal)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return text  # a stream of str (io.StringIO): anything goes
+    try:
+        text.encode(encoding, getattr(stream, "errors", None) or "strict")
+        return text
+    except UnicodeEncodeError:
+        pass
+    except LookupError:  # an encoding Python does not know: only ASCII is safe
+        encoding = "ascii"
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except (UnicodeError, LookupError):
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = one_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Outcome:
+    """How a run ended, said once, by :meth:`finish`: a failure is one line on stderr and, with
+    --json, one JSON object on stdout (``{"error": {...}}``, the same keys for every kind); an
+    answer is the command's text or JSON on stdout."""
+
+    def __init__(self, words: Sequence[str], secrets: set[str]) -> None:
+        self.prog = "faxws"
+        # Decided before parsing, so that a usage error can be answered in JSON too.
+        self.as_json = any(w == "--json" or w.startswith("--json=") for w in words)
+        self.secrets = secrets  # values masked in every message
+        self.stdout = _Stream(sys.stdout, "standard output")
+        self.stderr = _Stream(sys.stderr, "standard error")
+        self.request_id: str | None = None
+        self.faxing = False  # the command sends a fax
+        self.sending = False  # from just before the first byte may leave
+        self.answered = ""  # what an answer means ("the fax was sent"), once there is one
+        self.reached = False  # the request reached the service, or may have
+        self.job_ids: list[str] = []
+        self._out: str | None = None  # for stdout
+        self._line: str | None = None  # for stderr
+        self._summary = ""  # the failure, for a line that must say more
+
+    def mask(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        from faxws._protocol.redact import redact
+
+        return redact(text, self.secrets)
+
+    def answer(self, meaning: str, data: dict[str, Any], text: str, job_ids: Sequence[str]) -> None:
+        """The service answered: ``data`` is what stdout gets with --json, ``text`` without."""
+        self.answered, self.reached, self.job_ids = meaning, True, list(job_ids)
+        self._out = json_text(data) if self.as_json else text
+
+    def fail(self, code: int, line: str, error: dict[str, Any], summary: str = "") -> int:
+        self._line, self._summary = line, summary
+        self.reached = self.reached or bool(error["maybe_delivered"])
+        # Once the service has answered, stdout keeps the answer: it holds the job ids.
+        if self.as_json and not self.answered:
+            self._out = json_text({"error": error})
+        return code
+
+    def finish(self, code: int) -> int:
+        """Write the outcome and choose the exit code: the one place both happen. A second
+        Ctrl-C must not cut the outcome short."""
+        import signal
+
+        try:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread: signals go elsewhere
+            previous = None
+        try:
+            return self._finish(code)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _finish(self, code: int) -> int:
+        if self._out is not None:
+            self.stdout.write(self._out + "\n")
+        self.stdout.flush()
+        line = self._line
+        failed = self.stdout if self.stdout.failure else self.stderr
+        if failed.failure is not None:
+            unwritten = f"could not be written to {failed.name} ({_reason(failed.failure)})"
+            if self.reached:
+                code, line = EXIT_MAYBE_SENT, self._maybe_sent(f"its outcome {unwritten}")
+            else:
+                code = code or EXIT_SERVICE
+                line = f"{line}; " if line else f"{self.prog}: "
+                line += f"the output {unwritten}"
+        elif self.answered and code != EXIT_OK:  # e.g. closing the client failed
+            code = EXIT_MAYBE_SENT
+            line = self._maybe_sent(f"the command then failed ({self._summary})")
+        if line is not None:
+            self.stderr.write(line + "\n")
+        self.stderr.flush()
+        if self.stderr.failure is not None and self.reached:
+            code = EXIT_MAYBE_SENT  # the line that said what happened is lost
+        return code
+
+    def _maybe_sent(self, problem: str) -> str:
+        """One line saying that the request went out (or may have) and what to look up."""
+        ids = []
+        if self.job_ids:
+            ids.append(f"job id{'s' if len(self.job_ids) > 1 else ''} {', '.join(self.job_ids)}")
+        if self.request_id:
+            ids.append(f"request id {self.request_id}")
+        tail = f" ({'; '.join(ids)})" if ids else ""
+        if self.answered:
+            what = self.answered
+            advice = ": do not send it again" if self.faxing else ""
+        else:
+            what = f"{self._summary}: {self._maybe()}"
+            advice = f": {_CHECK_FIRST}" if self.faxing else ""
+        return one_line(f"{self.prog}: {what}, but {problem}{advice}{tail}")
+
+    def usage(self, message: str, parser: argparse.ArgumentParser | None = None) -> int:
+        """``message`` holds the program's own words only (see cli._safe_message): masking
+        it with a one-character PIN would garble it for nothing."""
+        head, prog = ("", self.prog) if parser is None else (parser.format_usage(), parser.prog)
+        return self.fail(
+            EXIT_USAGE,
+            f"{head}{prog}: error: {message}",
+            _error("UsageError", message),
+            f"error: {message}",
+        )
+
+    def error(self, exc: Any) -> int:
+        from faxws.errors import AuthenticationError, BadInputError, TransportError
+
+        code = (
+            EXIT_USAGE
+            if isinstance(exc, BadInputError)
+            else EXIT_AUTH
+            if isinstance(exc, AuthenticationError)
+            else EXIT_TRANSPORT
+            if isinstance(exc, TransportError)
+            else EXIT_SERVICE
+        )
+        error = _error(
+            type(exc).__name__,
+            exc.message,
+            request_id=exc.request_id,
+            status_code=exc.status_code,
+            maybe_delivered=exc.maybe_delivered,
+        )
+        for extra in ("code", "field", "fault_code"):
+            if hasattr(exc, extra):
+                error[extra] = getattr(exc, extra)
+        if isinstance(exc, BadInputError):
+            error["field"] = _flag_of_field(exc.field)
+            error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
+        message = error["message"] = self.mask(error["message"])
+        full = str(exc)
+        # str() adds the status and request id after the message: kept, never masked.
+        tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
+        summary = f"{type(exc).__name__}: {one_line(message)}"
+        return self.fail(code, f"{self.prog}: {summary}{tail}", error, summary)
+
+    def _maybe(self) -> str:
+        if self.faxing:
+            return "the fax may have been delivered"
+        return "the request may have reached the service"
+
+    def interrupted(self) -> int:
+        message = "interrupted: nothing was sent"
+        if self.sending:
+            advice = f"; {_CHECK_FIRST}" if self.faxing else ""
+            message = f"interrupted: {self._maybe()}{advice}"
+        return self.failed(EXIT_INTERRUPTED, "Interrupted", message, summary="interrupted")
+
+    def internal(self, exc: Exception, *, verbose: bool) -> int:
+        """A failure no other kind covers: still one line, one JSON object, no secret."""
+        if verbose:
+            import traceback
+
+            self.stderr.write(self.mask("".join(traceback.format_exception(exc))))
+        message = self.mask(str(exc)) or type(exc).__name__
+        summary = f"{type(exc).__name__}: {one_line(message)}"
+        return self.failed(EXIT_SERVICE, type(exc).__name__, message, summary, summary)
+
+    def failed(
+        self, code: int, kind: str, message: str, said: str | None = None, summary: str = ""
+    ) -> int:
+        """A failure the command found: ``said`` (else ``message``) on stderr, with the request
+        id when there is one."""
+        tail = f" (request id {self.request_id})" if self.request_id else ""
+        error = _error(kind, message, request_id=self.request_id, maybe_delivered=self.sending)
+        return self.fail(code, f"{self.prog}: {said or message}{tail}", error, summary)
+
+
+def _error(
+    kind: str,
+    message: str,
+    *,
+    request_id: str | None = None,
+    status_code: int | None = None,
+    maybe_delivered: bool = False,
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "message": message,
+        "request_id": request_id,
+        "status_code": status_code,
+        "maybe_delivered": maybe_delivered,
+    }
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
+def json_text(data: object, *, indent: int | None = 2, sort_keys: bool = True) -> str:
+    import json  # only --json needs it; kept off the import path
+
+    return json.dumps(data, indent=indent, sort_keys=sort_keys)
+
+
+def _flag_of(name: str) -> str:
+    item = re.fullmatch(r"(recipients|files)\[(\d+)\](?:\.(\w+))?", name)
+    if item is None:
+        return FLAGS.get(name, name)
+    kind, index, attr = item.groups()
+    if kind == "files":
+        return f"FILE {int(index) + 1}"
+    return f"{FLAGS.get(attr or 'fax_number', attr)} (recipient {int(index) + 1})"
+
+
+def _flag_of_field(field: str) -> str:
+    """A BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token/pin``) as
+    the flags the user typed (``--base-url``, ``--to (recipient 2)``, ``--token/--pin``)."""
+    return "/".join(_flag_of(part) for part in field.split("/"))
+
+
+def _flagged_text(text: str) -> str:
+    """``text`` with the library's argument names (``allow_insecure_http=True``) as flags.
+    Only snake_case words: "token" or "name" in a sentence are English, not arguments."""
+
+    def flag(match: re.Match[str]) -> str:
+        return FLAGS.get(match.group(1), match.group(0))
+
+    return re.sub(r"\b([a-z]+(?:_[a-z]+)+)(?:=True)?(?![\w=])", flag, text)

@@ -1,0 +1,42 @@
+"""``faxws report``: ask for a job's broadcast report (GetFaxBroadcastReport)."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import ExitStack
+
+from faxws.cli import _client
+from faxws.cli._output import EXIT_CODES_HELP, Outcome
+
+SUMMARY = "request a broadcast report (GetFaxBroadcastReport)"
+DESCRIPTION = "Ask for the broadcast report of a job, optionally for one recipient."
+EPILOG = (
+    """\
+example:
+  faxws report SIM00000001 --recipient-type 1 --address ops@example.com
+
+"""
+    + EXIT_CODES_HELP
+)
+
+
+def run(args: argparse.Namespace, out: Outcome) -> int:
+    out.job_ids = [args.job_id]
+
+    def action(stack: ExitStack) -> _client.Answer:
+        client = stack.enter_context(_client.make_client(args))
+        out.sending = True
+        result = client.get_fax_broadcast_report(
+            args.job_id, args.recipient_type, args.address, request_id=out.request_id
+        )
+        target = f" for {result.recip_address} (type {result.recipient_type})"
+        target = target if result.recip_address else ""
+        data = {
+            "job_id": result.job_id,
+            "recipient_type": result.recipient_type,
+            "recip_address": result.recip_address,
+            "accepted": True,
+        }
+        return result, data, [f"Report requested for job {result.job_id}{target}."]
+
+    return _client.call(args, out, action, "the report was requested")

@@ -1,0 +1,145 @@
+"""``faxws serve``: the local simulator, until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from faxws.cli._client import ENV
+from faxws.cli._output import EXIT_OK, EXIT_USAGE, Outcome, UsageError, json_text
+
+SUMMARY = "run the local FaxWS simulator"
+DESCRIPTION = "Run a local stand-in for the FaxWS service on 127.0.0.1."
+EPILOG = """\
+example:
+  faxws serve --port 8080
+  faxws serve --port 0 --user-id mbx1 --pin 1234     # port 0: any free port
+  faxws serve --db inbox.sqlite --strict              # keep jobs; check the wire form
+
+It prints its URL, its inbox (open it in a browser; the REST API is under /api/) and the
+accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C).
+"""
+
+
+def run(args: argparse.Namespace, out: Outcome) -> int:
+    import signal
+    import threading
+
+    from faxws.errors import BadInputError
+    from faxws.testing import DEMO_ACCOUNT, Account, FaxWSSimulator
+
+    # The FAXWS_* variables are the client's settings, which users keep exported: they give
+    # credentials only to an account named with --user-id, never a reason to refuse to start.
+    use_env = args.user_id is not None
+    pin = args.pin if args.pin is not None or not use_env else os.environ.get(ENV["pin"])
+    secret = args.client_secret
+    if secret is None and use_env:
+        secret = os.environ.get(ENV["client_secret"])
+    if args.user_id is None:
+        if args.pin is not None or args.token or args.client_id or args.client_secret:
+            raise UsageError("--pin, --token and --client-* need --user-id")
+        account, demo = DEMO_ACCOUNT, True
+    else:
+        if not (pin or args.token or (args.client_id and secret)):
+            raise UsageError("give the user a --pin, a --token or --client-id/--client-secret")
+        account = Account(
+            args.user_id,
+            pin=pin or None,
+            tokens=tuple(args.token),
+            client_id=args.client_id,
+            client_secret=secret if args.client_id else None,
+        )
+        demo = False
+    try:
+        sim = FaxWSSimulator(
+            [account],
+            host=args.host,
+            port=args.port,
+            token_lifetime=args.token_lifetime,
+            strict=args.strict,
+            max_jobs=args.max_jobs,
+            db=args.db,
+        ).start()
+    except BadInputError as exc:
+        return out.failed(EXIT_USAGE, "BadInputError", out.mask(str(exc)))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        message = f"cannot listen on {args.host}:{args.port}: {reason}"
+        return out.failed(EXIT_USAGE, "OSError", out.mask(message))
+    if not args.quiet:
+        import logging
+
+        handler = logging.StreamHandler(out.stderr.as_text())
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        log = logging.getLogger("faxws.simulator")
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    print(_started(sim, account, demo, as_json=args.json), flush=True)
+    try:
+        while not stop.wait(0.2):
+            pass
+    finally:
+        sim.stop()
+    print(
+        f"stopped; received {len(sim.requests)} request(s), {len(sim.jobs)} job(s)", file=sys.stderr
+    )
+    return EXIT_OK
+
+
+def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
+    """What the simulator says when it starts: where it listens and whom it accepts."""
+
+    def shown(value: str | None) -> str | None:
+        # The demo account's values are public; a caller's own secrets are not echoed.
+        return value if demo or value is None else "<as given>"
+
+    info = {
+        "url": sim.url,
+        "token_url": sim.token_url,
+        "user_id": account.user_id,
+        "pin": shown(account.pin),
+        "tokens": [shown(t) for t in account.tokens],
+        "client_id": account.client_id,
+        "client_secret": shown(account.client_secret),
+        "strict": sim.strict,
+        "inbox_url": _inbox_url(sim),
+        "api_token": sim.api_token,
+    }
+    if as_json:
+        return json_text(info, indent=None)
+    lines = [
+        f"FaxWS simulator listening on {sim.url}",
+        f"  endpoint:       {sim.url}/fax/v5",
+        f"  token endpoint: {sim.token_url}",
+        f"  inbox and API:  {info['inbox_url']}",
+    ]
+    if sim.api_token is not None:
+        lines.append(f"  API token:      {sim.api_token} (X-FaxWS-Token header or ?token=)")
+    lines.append(f"  mode:           {'strict' if sim.strict else 'lenient'}")
+    lines.append(f"  user id:        {info['user_id']}")
+    if info["pin"]:
+        lines.append(f"  PIN:            {info['pin']}")
+    lines += [f"  bearer token:   {shown(t)}" for t in account.tokens]
+    if account.client_id:
+        lines.append(f"  client id:      {account.client_id}")
+        lines.append(f"  client secret:  {info['client_secret']}")
+    lines.append("Press Ctrl-C to stop.")
+    return "\n".join(lines)
+
+
+def _inbox_url(sim: Any) -> str:
+    """The inbox's address; with the token when the simulator requires one."""
+    from urllib.parse import quote
+
+    token = sim.api_token
+    return f"{sim.url}/" if token is None else f"{sim.url}/?token={quote(token, safe='')}"
