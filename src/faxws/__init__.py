@@ -23,6 +23,7 @@ from faxws._version import __version__
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from faxws._http.options import ClientOptions
     from faxws.auth import AsyncTokenProvider, BearerAuth, PinAuth, TokenProvider
     from faxws.client import AsyncFaxClient, FaxClient
     from faxws.errors import (
@@ -48,6 +49,7 @@ _EXPORTS = {
     "BadInputError": "faxws.errors",
     "BearerAuth": "faxws.auth",
     "BroadcastReportResult": "faxws.models",
+    "ClientOptions": "faxws._http.options",
     "ConnectError": "faxws.errors",
     "DocumentError": "faxws.errors",
     "FaxClient": "faxws.client",
@@ -76,6 +78,7 @@ __all__ = [
     "BadInputError",
     "BearerAuth",
     "BroadcastReportResult",
+    "ClientOptions",
     "ConnectError",
     "DocumentError",
     "FaxClient",

@@ -9,14 +9,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from faxws._http.shared import (
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT,
-    RawResponse,
-    Timeout,
-    caller_options,
-)
+from faxws._http.options import UNSET, ClientOptions, resolve
+from faxws._http.shared import RawResponse, Timeout
 from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
 from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
@@ -108,16 +102,23 @@ class _ClientBase:
         user_id: str,
         token: Token | None,
         pin: str | None,
-        allow_insecure_http: bool,
+        options: ClientOptions,
     ) -> None:
         self._user_id = check_text("user_id", user_id, required=True)
         self._auth: Credentials = credentials_from(token, pin, asynchronous=self._asynchronous)
-        self._url = service_url(base_url, allow_insecure_http=allow_insecure_http)
+        self._url = service_url(base_url, allow_insecure_http=options.allow_insecure_http)
+        self._options = options
 
     @property
     def url(self) -> str:
         """The endpoint every request is posted to."""
         return self._url
+
+    @property
+    def options(self) -> ClientOptions:
+        """The client's options, checked (whether given as ``options=`` or as keyword
+        arguments)."""
+        return self._options
 
     @property
     def user_id(self) -> str:
@@ -236,19 +237,12 @@ class FaxClient(_ClientBase):
         user_id: the account, e.g. ``mbx1234567890``.
         token: OAuth 2.0 access token or token provider.
         pin: PIN or password.
-        timeout: seconds, or (connect, read) seconds. Default (10, 60).
-        verify: TLS verification: True, or a path to a CA bundle (file or directory, loaded
-            once here to check it).
-        proxies: requests-style mapping of scheme to http(s) proxy URL; the environment's
-            proxy settings are ignored.
-        allow_insecure_http: allow credentials over plain http to a non-loopback host.
-        retries: how often a request of which no byte was written (refused, DNS, TLS
-            handshake, connect time-out), or a report request after any transport error or
-            HTTP 502/503/504, is sent again.
-        retry_backoff: seconds before the first retry; doubled for each further one.
-        max_connections: the connections kept open (default 32): one per thread sharing the
-            client. More threads work too, but open connections that are closed after use.
-        max_response_bytes: responses larger than this are refused.
+        options: a :class:`~faxws.ClientOptions`: timeouts, TLS verification, proxies,
+            retries, connections and the largest answer accepted.
+        timeout, verify, proxies, allow_insecure_http, retries, retry_backoff,
+        max_connections, max_response_bytes: the fields of :class:`~faxws.ClientOptions`
+            (see there, defaults included), given one by one instead of ``options``; giving a
+            field both ways is refused.
     """
 
     def __init__(
@@ -258,37 +252,29 @@ class FaxClient(_ClientBase):
         user_id: str,
         token: str | Callable[[], str] | None = None,
         pin: str | None = None,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        verify: bool | str = True,
-        proxies: Mapping[str, str] | None = None,
-        allow_insecure_http: bool = False,
-        retries: int = 2,
-        retry_backoff: float = 0.5,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        options: ClientOptions | None = None,
+        timeout: Timeout = UNSET,
+        verify: bool | str = UNSET,
+        proxies: Mapping[str, str] | None = UNSET,
+        allow_insecure_http: bool = UNSET,
+        retries: int = UNSET,
+        retry_backoff: float = UNSET,
+        max_connections: int | None = UNSET,
+        max_response_bytes: int = UNSET,
     ) -> None:
-        super().__init__(
-            base_url,
-            user_id=user_id,
-            token=token,
-            pin=pin,
+        checked = resolve(
+            options,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
             allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
         )
-        self._caller = SyncCaller(
-            self._url,
-            self._auth,
-            caller_options(
-                self._url,
-                timeout=timeout,
-                verify=verify,
-                proxies=proxies,
-                allow_insecure_http=allow_insecure_http,
-                retries=retries,
-                retry_backoff=retry_backoff,
-                max_connections=max_connections,
-                max_response_bytes=max_response_bytes,
-            ),
-        )
+        super().__init__(base_url, user_id=user_id, token=token, pin=pin, options=checked)
+        self._caller = SyncCaller(self._url, self._auth, checked)
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -401,39 +387,31 @@ class AsyncFaxClient(_ClientBase):
         user_id: str,
         token: Token | None = None,
         pin: str | None = None,
-        timeout: Timeout = DEFAULT_TIMEOUT,
-        verify: bool | str = True,
-        proxies: Mapping[str, str] | None = None,
-        allow_insecure_http: bool = False,
-        retries: int = 2,
-        retry_backoff: float = 0.5,
-        max_connections: int = 16,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        options: ClientOptions | None = None,
+        timeout: Timeout = UNSET,
+        verify: bool | str = UNSET,
+        proxies: Mapping[str, str] | None = UNSET,
+        allow_insecure_http: bool = UNSET,
+        retries: int = UNSET,
+        retry_backoff: float = UNSET,
+        max_connections: int | None = UNSET,
+        max_response_bytes: int = UNSET,
     ) -> None:
-        super().__init__(
-            base_url,
-            user_id=user_id,
-            token=token,
-            pin=pin,
+        checked = resolve(
+            options,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
             allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
         )
+        super().__init__(base_url, user_id=user_id, token=token, pin=pin, options=checked)
         from faxws._http.async_caller import AsyncCaller  # imports aiohttp: only when it is used
 
-        self._caller = AsyncCaller(
-            self._url,
-            self._auth,
-            caller_options(
-                self._url,
-                timeout=timeout,
-                verify=verify,
-                proxies=proxies,
-                allow_insecure_http=allow_insecure_http,
-                retries=retries,
-                retry_backoff=retry_backoff,
-                max_connections=max_connections,
-                max_response_bytes=max_response_bytes,
-            ),
-        )
+        self._caller = AsyncCaller(self._url, self._auth, checked)
 
     async def close(self) -> None:
         """Close the pooled connections."""

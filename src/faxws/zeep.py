@@ -32,14 +32,8 @@ import zeep.proxy
 from lxml import etree
 
 from faxws import _resources
-from faxws._http.shared import (
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_TIMEOUT,
-    RawResponse,
-    Timeout,
-    caller_options,
-)
+from faxws._http.options import UNSET, ClientOptions, resolve
+from faxws._http.shared import RawResponse, Timeout
 from faxws._http.sync_caller import SyncCaller
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.checks import check_request_id, check_text
@@ -377,26 +371,26 @@ def make_client(
     token: str | Callable[[], str] | None = None,
     pin: str | None = None,
     wsdl: str | os.PathLike[str] | None = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    verify: bool | str = True,
-    proxies: Mapping[str, str] | None = None,
-    allow_insecure_http: bool = False,
-    retries: int = 2,
-    retry_backoff: float = 0.5,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    options: ClientOptions | None = None,
+    timeout: Timeout = UNSET,
+    verify: bool | str = UNSET,
+    proxies: Mapping[str, str] | None = UNSET,
+    allow_insecure_http: bool = UNSET,
+    retries: int = UNSET,
+    retry_backoff: float = UNSET,
+    max_connections: int | None = UNSET,
+    max_response_bytes: int = UNSET,
 ) -> zeep.Client:
     """A ``zeep.Client`` for a FaxWS WSDL (the packaged one by default, or a local file such
     as the vendor's), posting to ``{base_url}/fax/v5`` in the contract's wire form.
 
-    The arguments are those of :class:`faxws.FaxClient`, checked the same way; ``retries``
-    applies to operations named ``Get…``, ``Check…`` and ``SimpleGet…`` after any transport
-    error or HTTP 502/503/504, and to every operation when no byte was sent.
+    The arguments are those of :class:`faxws.FaxClient`, checked the same way (the options in
+    ``options=`` or one by one, not both); ``retries`` applies to operations named ``Get…``,
+    ``Check…`` and ``SimpleGet…`` after any transport error or HTTP 502/503/504, and to
+    every operation when no byte was sent.
     """
-    plugin = FaxWSPlugin(user_id=user_id, token=token, pin=pin)
-    url = service_url(base_url, allow_insecure_http=allow_insecure_http)
-    options = caller_options(
-        url,
+    checked = resolve(
+        options,
         timeout=timeout,
         verify=verify,
         proxies=proxies,
@@ -406,7 +400,9 @@ def make_client(
         max_connections=max_connections,
         max_response_bytes=max_response_bytes,
     )
-    caller = SyncCaller(url, plugin.credentials, options)
+    plugin = FaxWSPlugin(user_id=user_id, token=token, pin=pin)
+    url = service_url(base_url, allow_insecure_http=checked.allow_insecure_http)
+    caller = SyncCaller(url, plugin.credentials, checked)
     transport = FaxWSTransport(caller)
     settings = zeep.Settings(
         strict=True, forbid_dtd=True, forbid_entities=True, forbid_external=True

@@ -1,5 +1,5 @@
 """The asynchronous exchange of :class:`faxws.AsyncFaxClient`, mirroring
-:class:`~faxws._http.sync_caller.SyncCaller`: the same options and checks, the token fetched
+:class:`~faxws._http.sync_caller.SyncCaller`: the same options, the token fetched
 (or awaited) per attempt, one retry after a 401 for token providers, and retries only as
 :func:`~faxws._protocol.soap.may_retry` allows (the decisions are
 :class:`~faxws._http.shared.Attempts`).
@@ -20,7 +20,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
-from faxws._http.shared import Attempts, CallerOptions, RawResponse
+from faxws._http.options import ClientOptions
+from faxws._http.shared import (
+    DEFAULT_ASYNC_MAX_CONNECTIONS,
+    Attempts,
+    RawResponse,
+    refuse_plain_proxy,
+)
 from faxws._log import logger
 from faxws._protocol.content import release_stream, try_acquire_stream
 from faxws._protocol.soap import request_headers
@@ -171,11 +177,12 @@ class AsyncCaller:
         self,
         url: str,
         credentials: Credentials,
-        options: CallerOptions,
+        options: ClientOptions,
     ) -> None:
-        """``options`` come checked from :func:`faxws._http.shared.caller_options`."""
+        refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
         self.url = url
         self.credentials = credentials
+        self.options = options
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
         self.http = AsyncHttpTransport(
@@ -183,7 +190,7 @@ class AsyncCaller:
             timeout=options.timeout,
             verify=options.verify,
             proxies=options.proxies,
-            max_connections=options.max_connections,
+            max_connections=options.max_connections or DEFAULT_ASYNC_MAX_CONNECTIONS,
             max_response_bytes=options.max_response_bytes,
             user_agent=f"faxws/{__version__}",
             redact=credentials.redact,

@@ -1,4 +1,4 @@
-"""What the HTTP stacks share, with no I/O: the options of a caller and their checks, the raw
+"""What the HTTP stacks share, with no I/O: the checks of a caller's options, the raw
 answer and the bounds of its body, how a failed exchange is reported, what a fork resets,
 and the retry decisions of one call.
 
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._log import logger
-from faxws._protocol.checks import check_int, is_loopback
+from faxws._protocol.checks import is_loopback
 from faxws._protocol.soap import may_retry
 from faxws.errors import (
     BadInputError,
@@ -37,6 +37,7 @@ from faxws.errors import (
 )
 
 __all__ = [
+    "DEFAULT_ASYNC_MAX_CONNECTIONS",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
@@ -44,11 +45,9 @@ __all__ = [
     "MAX_TIMEOUT",
     "Attempts",
     "BodyLimit",
-    "CallerOptions",
     "RawResponse",
     "Timeout",
     "after_fork_in_child",
-    "caller_options",
     "causes",
     "check_proxies",
     "check_timeout",
@@ -58,6 +57,7 @@ __all__ = [
     "early_success",
     "endpoint",
     "forks",
+    "refuse_plain_proxy",
     "transport_error",
 ]
 
@@ -69,6 +69,8 @@ DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 #: More threads still work, but open connections the pool cannot keep (urllib3 then warns
 #: "Connection pool is full" and closes one after each call).
 DEFAULT_MAX_CONNECTIONS = 32
+#: The connections an async client keeps.
+DEFAULT_ASYNC_MAX_CONNECTIONS = 16
 #: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
 MAX_TIMEOUT = 7 * 24 * 3600.0
 #: Interim responses read past before a final one; more is a hostile or broken server.
@@ -148,9 +150,11 @@ def check_proxies(field: str, proxies: object) -> dict[str, str]:
     return out
 
 
-def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
+def refuse_plain_proxy(url: str, proxies: Mapping[str, str], *, allow_insecure_http: bool) -> None:
     """Plain http to a loopback service still crosses the network when a proxy elsewhere
     carries it: the proxy would see the PIN or token."""
+    if not url.startswith("http:") or allow_insecure_http:
+        return
     for key, proxy in proxies.items():
         if key in ("http", "all") or key.startswith(("http://", "all://")):
             host = urlsplit(proxy).hostname or ""
@@ -160,54 +164,6 @@ def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
                     f"plain http through the proxy {host} would expose the credentials; use "
                     "https (or pass allow_insecure_http=True)",
                 )
-
-
-@dataclass(frozen=True)
-class CallerOptions:
-    """A client's options, checked once for every face."""
-
-    timeout: tuple[float, float]
-    verify: bool | str
-    proxies: dict[str, str]
-    retries: int
-    retry_backoff: float
-    max_connections: int
-    max_response_bytes: int
-
-
-def caller_options(
-    url: str,
-    *,
-    timeout: object,
-    verify: object,
-    proxies: object,
-    allow_insecure_http: bool,
-    retries: object,
-    retry_backoff: object,
-    max_connections: object,
-    max_response_bytes: object,
-) -> CallerOptions:
-    """The options of a caller posting to ``url``, each checked; BadInputError names the
-    first that is wrong."""
-    checked_retries = check_int("retries", retries, 0, 10)
-    if (
-        isinstance(retry_backoff, bool)
-        or not isinstance(retry_backoff, (int, float))
-        or not 0 <= retry_backoff <= 3600
-    ):
-        raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
-    checked_proxies = check_proxies("proxies", proxies)
-    if url.startswith("http:") and not allow_insecure_http:
-        _refuse_plain_proxy(checked_proxies)
-    return CallerOptions(
-        timeout=check_timeout("timeout", timeout),
-        verify=check_verify("verify", verify),
-        proxies=checked_proxies,
-        retries=checked_retries,
-        retry_backoff=float(retry_backoff),
-        max_connections=check_int("max_connections", max_connections, 1, 1024),
-        max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
-    )
 
 
 # -- processes ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The synchronous exchange shared by the sync faces (:class:`faxws.FaxClient` and
-:mod:`faxws.zeep`): their options checked once, the token fetched per attempt, one retry after
+:mod:`faxws.zeep`): the token fetched per attempt, one retry after
 a 401 for token providers, and retries only as :func:`faxws._protocol.soap.may_retry` allows (the
 decisions are :class:`faxws._http.shared.Attempts`, shared with the asynchronous caller)."""
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from faxws._http.shared import Attempts, CallerOptions
+from faxws._http.options import ClientOptions
+from faxws._http.shared import DEFAULT_MAX_CONNECTIONS, Attempts, refuse_plain_proxy
 from faxws._http.sync_transport import HttpTransport, RawResponse
 from faxws._protocol.soap import request_headers
 from faxws._version import __version__
@@ -25,11 +26,12 @@ class SyncCaller:
         self,
         url: str,
         credentials: Credentials,
-        options: CallerOptions,
+        options: ClientOptions,
     ) -> None:
-        """``options`` come checked from :func:`faxws._http.shared.caller_options`."""
+        refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
         self.url = url
         self.credentials = credentials
+        self.options = options
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
         self.http = HttpTransport(
@@ -37,7 +39,7 @@ class SyncCaller:
             timeout=options.timeout,
             verify=options.verify,
             proxies=options.proxies,
-            max_connections=options.max_connections,
+            max_connections=options.max_connections or DEFAULT_MAX_CONNECTIONS,
             max_response_bytes=options.max_response_bytes,
             user_agent=f"faxws/{__version__}",
             redact=credentials.redact,
