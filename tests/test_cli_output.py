@@ -347,3 +347,23 @@ def test_a_failure_after_the_answer_still_says_the_fax_was_sent(
         "faxws send: the fax was sent, but the command then failed (RuntimeError: cannot "
         f"close): do not send it again (job id {job.job_ids[0]}; request id r-9)"
     ]
+
+
+def test_validate_documents_keeps_its_place_in_faxws_validation(tmp_path: Path) -> None:
+    """``faxws.validation.validate_documents`` is the command's own function, and writes to
+    the streams it is given."""
+    import io
+
+    from faxws import validation
+    from faxws.cli import _validate
+
+    bad = tmp_path / "bad.xml"
+    bad.write_text('<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>u</UserID></x>')
+    good = Path(__file__).resolve().parent / "golden" / "report_pin.xml"
+    out, err = io.StringIO(), io.StringIO()
+    assert validation.validate_documents is _validate.validate_documents
+    code = validation.validate_documents([str(good), str(bad)], as_json=False, out=out, err=err)
+    assert code == 1
+    assert out.getvalue().splitlines()[0] == f"{good}: valid"
+    assert out.getvalue().splitlines()[1].startswith(f"{bad}:1: /: not well-formed XML: ")
+    assert err.getvalue() == ""

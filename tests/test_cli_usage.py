@@ -279,3 +279,43 @@ def test_an_unexpected_failure_is_one_json_error_without_secrets(
     assert error["message"] == "unexpected, with ***"
     assert [form for form in secret_forms(MARKER) if form in out + err] == []
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["report", "J1"], ["send", "--to", "+1 555 0100", "doc.pdf"]],
+    ids=["report", "send"],
+)
+def test_every_command_that_calls_the_service_builds_its_client_in_one_place(
+    args: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from faxws import cli
+    from faxws.cli import _client
+
+    seen: list[object] = []
+
+    def refuse(options: object) -> object:
+        seen.append(options)
+        raise RuntimeError("built here")
+
+    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_client, "make_client", refuse)
+    code = cli.main([*args, "--json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (code, error["type"], error["message"]) == (1, "RuntimeError", "built here")
+    assert len(seen) == 1
+
+
+def test_the_console_script_and_python_m_run_main() -> None:
+    from importlib.metadata import entry_points
+
+    from faxws import cli
+
+    [script] = entry_points(group="console_scripts", name="faxws")
+    assert script.load() is cli.main
+    done = faxws("--version")
+    assert (done.returncode, done.stdout.split()[0]) == (0, "faxws")

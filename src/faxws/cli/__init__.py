@@ -9,13 +9,13 @@ not in usage errors. Output cannot fail on encoding, and a stream that cannot be
 closed pipe, a full disk) ends the run with one line, never a traceback.
 
 Only the standard library is imported at start, so ``faxws --help`` stays fast; each command's
-module imports what it needs. ``_output`` says every outcome.
+module (``_send``, ``_report``, ``_serve``, ``_validate``) imports what its ``run`` needs;
+``_client`` builds the client from the settings and ``_output`` writes every outcome.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -28,8 +28,6 @@ from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, Usa
 from faxws.cli._send import spool_stdin
 
 __all__ = ["ENV", "build_parser", "main", "spool_stdin"]
-
-Run = Callable[[argparse.Namespace, Outcome], int]
 
 
 class _ParseError(Exception):
@@ -52,7 +50,9 @@ class _Parser(argparse.ArgumentParser):
         raise _ParseError(self, message)
 
 
-def _checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], problem: str) -> Any:
+def _checked(
+    convert: Callable[[str], Any], ok: Callable[[Any], bool], problem: str
+) -> Callable[[str], Any]:
     """An argparse ``type``: ``convert``, then ``ok``; either failing says ``problem``."""
 
     def check(text: str) -> Any:
@@ -72,7 +72,7 @@ SECONDS_PROBLEM = "must be a finite number of seconds > 0"
 COUNT_PROBLEM = "must be a whole number > 0"
 _port = _checked(int, lambda v: 0 <= v <= 65535, PORT_PROBLEM)
 _count = _checked(int, lambda v: v >= 1, COUNT_PROBLEM)
-_seconds = _checked(float, lambda v: math.isfinite(v) and v > 0, SECONDS_PROBLEM)
+_seconds = _checked(float, lambda v: 0 < v < float("inf"), SECONDS_PROBLEM)  # not NaN
 _JSON_HELP = "print JSON for machines"
 
 
@@ -244,14 +244,18 @@ def _main(words: list[str], out: Outcome) -> int:
     parser = build_parser()
     # A word the parser knows (``send``, ``--to``) that follows a secret flag was not its
     # value (argparse would not take it as one); masking it would garble every message.
-    out.secrets -= _vocabulary(parser)
+    actions = _all_actions(parser)
+    out.secrets -= {word for a in actions for word in a.option_strings}
+    out.secrets -= {
+        c for a in actions if isinstance(a, argparse._SubParsersAction) for c in a.choices
+    }
     try:
         args = parser.parse_args(words)
     except _ParseError as exc:
         return out.usage(_safe_message(exc, parser, words, out.secrets), exc.parser)
     out.prog = f"faxws {args.command}"
     out.as_json = bool(args.json)
-    run: Run = args.run
+    run: Callable[[argparse.Namespace, Outcome], int] = args.run
     try:
         return run(args, out)
     except UsageError as exc:
@@ -275,16 +279,6 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
             for sub in action.choices.values():
                 out += _all_actions(sub)
     return out
-
-
-def _vocabulary(parser: argparse.ArgumentParser) -> set[str]:
-    """Every flag and command name ``parser`` knows."""
-    words: set[str] = set()
-    for action in _all_actions(parser):
-        words.update(action.option_strings)
-        if isinstance(action, argparse._SubParsersAction):
-            words.update(action.choices)
-    return words
 
 
 def _action_name(action: argparse.Action) -> str | None:

@@ -29,15 +29,13 @@ ENV = {key: "FAXWS_" + key.upper() for key in SETTINGS}
 _CREDENTIAL_KEYS = ("token", "pin", "token_url", "client_id", "client_secret")
 _OAUTH_CLIENT_KEYS = ("token_url", "client_id", "client_secret")
 _SECRET_KEYS = ("token", "pin", "client_secret")
-SECRET_FLAGS = tuple(FLAGS[key] for key in _SECRET_KEYS)
-SECRET_VARIABLES = tuple(ENV[key] for key in _SECRET_KEYS)
 
 
 def secrets_in(words: Sequence[str]) -> set[str]:
     """The values of the secret variables and of every secret flag, wherever it stands."""
-    found = {os.environ.get(name, "") for name in SECRET_VARIABLES}
+    found = {os.environ.get(ENV[key], "") for key in _SECRET_KEYS}
     for i, word in enumerate(words):
-        for flag in SECRET_FLAGS:
+        for flag in (FLAGS[key] for key in _SECRET_KEYS):
             if word == flag and i + 1 < len(words):
                 found.add(words[i + 1])
             elif word.startswith(flag + "="):
@@ -45,7 +43,8 @@ def secrets_in(words: Sequence[str]) -> set[str]:
     return {s for s in found if s}
 
 
-def _setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | None:
+def setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | None:
+    """The setting's flag, else (with ``use_env``) its FAXWS_* variable."""
     value = getattr(args, key, None)
     if value is not None:
         return str(value)
@@ -56,15 +55,15 @@ def make_client(args: argparse.Namespace) -> FaxClient:
     """The client the options describe: the one place a command builds one."""
     from faxws.client import FaxClient
 
-    base_url = _setting(args, "base_url")
-    user_id = _setting(args, "user_id")
+    base_url = setting(args, "base_url")
+    user_id = setting(args, "user_id")
     if not base_url:
         raise UsageError("no service URL: pass --base-url or set FAXWS_BASE_URL")
     if not user_id:
         raise UsageError("no user id: pass --user-id or set FAXWS_USER_ID")
     # Flags win: any credential flag means the environment's credentials are ignored.
     from_flags = any(getattr(args, k, None) is not None for k in _CREDENTIAL_KEYS)
-    creds = {k: _setting(args, k, use_env=not from_flags) for k in _CREDENTIAL_KEYS}
+    creds = {k: setting(args, k, use_env=not from_flags) for k in _CREDENTIAL_KEYS}
     oauth_client = any(creds[k] for k in _OAUTH_CLIENT_KEYS)
     kinds = (creds["token"] is not None) + (creds["pin"] is not None) + oauth_client
     if kinds != 1:
@@ -85,12 +84,10 @@ def make_client(args: argparse.Namespace) -> FaxClient:
             str(creds["token_url"]),
             str(creds["client_id"]),
             str(creds["client_secret"]),
-            scope=_setting(args, "scope") or DEFAULT_SCOPE,
+            scope=setting(args, "scope") or DEFAULT_SCOPE,
             allow_insecure_http=args.insecure_http,
         )
-    kwargs: dict[str, Any] = {}
-    if args.timeout is not None:
-        kwargs["timeout"] = args.timeout
+    kwargs: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
     return FaxClient(
         base_url,
         user_id=user_id,
@@ -112,12 +109,9 @@ def call(
     """Run a client call and keep its answer (``meaning`` says what it means, "the fax was
     sent") for main() to write; errors are raised on to main(), which reports them."""
     # Chosen here, not by the client, so that an interrupted call can still name it.
-    if args.request_id is not None:
-        out.request_id = args.request_id
-    else:
-        from faxws._protocol.soap import new_request_id
+    from faxws._protocol.soap import new_request_id
 
-        out.request_id = new_request_id()
+    out.request_id = new_request_id() if args.request_id is None else args.request_id
     with ExitStack() as stack:
         if args.verbose:
             import logging
@@ -133,11 +127,8 @@ def call(
             stack.callback(logger.setLevel, level)
             stack.callback(logger.removeHandler, handler)
         result, data, lines = action(stack)
-        data.update(
-            request_id=result.request_id,
-            activity_id=result.activity_id,
-            execution_time_ms=result.execution_time_ms,
-        )
+        data.update(request_id=result.request_id, activity_id=result.activity_id)
+        data["execution_time_ms"] = result.execution_time_ms
         lines += [f"Request id:  {result.request_id}", f"Activity id: {result.activity_id or '-'}"]
         # Kept before the client is closed: whatever fails from here on, the job ids are known.
         out.answer(meaning, data, "\n".join(lines), data.get("job_ids") or [data["job_id"]])

@@ -32,29 +32,13 @@ exit codes:
   130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
 """
 
+# Spelled as their flags: base_url is --base-url.
+_AS_NAMED = ["base_url", "user_id", "token", "pin", "token_url", "client_id", "client_secret"]
+_AS_NAMED += ["scope", "timeout", "request_id", "name", "company", "file_type", "recipient_type"]
 #: Library argument names as the command's flags, for messages: the user typed the flags.
-FLAGS = {
-    "base_url": "--base-url",
-    "user_id": "--user-id",
-    "token": "--token",
-    "pin": "--pin",
-    "token_url": "--token-url",
-    "client_id": "--client-id",
-    "client_secret": "--client-secret",
-    "scope": "--scope",
-    "timeout": "--timeout",
-    "allow_insecure_http": "--insecure-http",
-    "request_id": "--request-id",
-    "fax_number": "--to",
-    "name": "--name",
-    "company": "--company",
-    "file_type": "--file-type",
-    "data": "FILE",
-    "path": "FILE",
-    "job_id": "JOB_ID",
-    "recipient_type": "--recipient-type",
-    "recip_address": "--address",
-}
+FLAGS = {name: "--" + name.replace("_", "-") for name in _AS_NAMED}
+FLAGS.update(allow_insecure_http="--insecure-http", fax_number="--to", recip_address="--address")
+FLAGS.update(data="FILE", path="FILE", job_id="JOB_ID")
 
 _CHECK_FIRST = "do not send it again before checking"
 
@@ -260,16 +244,17 @@ class Outcome:
             advice = f": {_CHECK_FIRST}" if self.faxing else ""
         return one_line(f"{self.prog}: {what}, but {problem}{advice}{tail}")
 
+    def _maybe(self) -> str:
+        if self.faxing:
+            return "the fax may have been delivered"
+        return "the request may have reached the service"
+
     def usage(self, message: str, parser: argparse.ArgumentParser | None = None) -> int:
         """``message`` holds the program's own words only (see cli._safe_message): masking
         it with a one-character PIN would garble it for nothing."""
         head, prog = ("", self.prog) if parser is None else (parser.format_usage(), parser.prog)
-        return self.fail(
-            EXIT_USAGE,
-            f"{head}{prog}: error: {message}",
-            _error("UsageError", message),
-            f"error: {message}",
-        )
+        line = f"{head}{prog}: error: {message}"
+        return self.fail(EXIT_USAGE, line, _error("UsageError", message), f"error: {message}")
 
     def error(self, exc: Any) -> int:
         from faxws.errors import AuthenticationError, BadInputError, TransportError
@@ -283,16 +268,10 @@ class Outcome:
             if isinstance(exc, TransportError)
             else EXIT_SERVICE
         )
-        error = _error(
-            type(exc).__name__,
-            exc.message,
-            request_id=exc.request_id,
-            status_code=exc.status_code,
-            maybe_delivered=exc.maybe_delivered,
-        )
-        for extra in ("code", "field", "fault_code"):
-            if hasattr(exc, extra):
-                error[extra] = getattr(exc, extra)
+        error = _error(type(exc).__name__, exc.message)
+        for key in ("request_id", "status_code", "maybe_delivered", "code", "field", "fault_code"):
+            if hasattr(exc, key):
+                error[key] = getattr(exc, key)
         if isinstance(exc, BadInputError):
             error["field"] = _flag_of_field(exc.field)
             error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
@@ -302,11 +281,6 @@ class Outcome:
         tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
         summary = f"{type(exc).__name__}: {one_line(message)}"
         return self.fail(code, f"{self.prog}: {summary}{tail}", error, summary)
-
-    def _maybe(self) -> str:
-        if self.faxing:
-            return "the fax may have been delivered"
-        return "the request may have reached the service"
 
     def interrupted(self) -> int:
         message = "interrupted: nothing was sent"
@@ -336,18 +310,13 @@ class Outcome:
 
 
 def _error(
-    kind: str,
-    message: str,
-    *,
-    request_id: str | None = None,
-    status_code: int | None = None,
-    maybe_delivered: bool = False,
+    kind: str, message: str, *, request_id: str | None = None, maybe_delivered: bool = False
 ) -> dict[str, Any]:
     return {
         "type": kind,
         "message": message,
         "request_id": request_id,
-        "status_code": status_code,
+        "status_code": None,
         "maybe_delivered": maybe_delivered,
     }
 

@@ -10,14 +10,11 @@ from faxws.cli._output import EXIT_CODES_HELP, Outcome
 
 SUMMARY = "request a broadcast report (GetFaxBroadcastReport)"
 DESCRIPTION = "Ask for the broadcast report of a job, optionally for one recipient."
-EPILOG = (
-    """\
+EXAMPLE = """\
 example:
   faxws report SIM00000001 --recipient-type 1 --address ops@example.com
-
 """
-    + EXIT_CODES_HELP
-)
+EPILOG = EXAMPLE + "\n" + EXIT_CODES_HELP
 
 
 def run(args: argparse.Namespace, out: Outcome) -> int:

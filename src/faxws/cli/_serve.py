@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
-from faxws.cli._client import ENV
+from faxws.cli._client import setting
 from faxws.cli._output import EXIT_OK, EXIT_USAGE, Outcome, UsageError, json_text
 
 SUMMARY = "run the local FaxWS simulator"
@@ -32,11 +31,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
     # The FAXWS_* variables are the client's settings, which users keep exported: they give
     # credentials only to an account named with --user-id, never a reason to refuse to start.
-    use_env = args.user_id is not None
-    pin = args.pin if args.pin is not None or not use_env else os.environ.get(ENV["pin"])
-    secret = args.client_secret
-    if secret is None and use_env:
-        secret = os.environ.get(ENV["client_secret"])
+    pin, secret = (setting(args, key, args.user_id is not None) for key in ("pin", "client_secret"))
     if args.user_id is None:
         if args.pin is not None or args.token or args.client_id or args.client_secret:
             raise UsageError("--pin, --token and --client-* need --user-id")
@@ -79,11 +74,8 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
         log.propagate = False
     stop = threading.Event()
 
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     print(_started(sim, account, demo, as_json=args.json), flush=True)
     try:
         while not stop.wait(0.2):

@@ -21,13 +21,8 @@ exit codes: 0 all valid, 1 any invalid, 2 a file cannot be read
 
 
 def run(args: argparse.Namespace, out: Outcome) -> int:
-    return validate_documents(
-        args.files,
-        as_json=args.json,
-        max_issues=args.max_issues,
-        out=out.stdout.as_text(),
-        err=out.stderr.as_text(),
-    )
+    streams = {"out": out.stdout.as_text(), "err": out.stderr.as_text()}
+    return validate_documents(args.files, as_json=args.json, max_issues=args.max_issues, **streams)
 
 
 def validate_documents(
