@@ -290,7 +290,7 @@ def test_calls_on_one_connection_share_one_timer(sim: Any) -> None:
             job = (await client.send_fax(["+1 555 0100"], [PDF])).job_ids[0]
             for _ in range(5):
                 await client.get_fax_broadcast_report(job)
-            (transport,) = client._caller.http._used
+            (transport,) = client._caller.transport._used
             handler = transport.get_protocol()
             assert isinstance(handler, _Handler)
             assert handler.watch is not None

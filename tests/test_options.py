@@ -93,8 +93,8 @@ def test_the_defaults_are_the_clients_own() -> None:
         assert sync.options == asynchronous.options == ClientOptions()
         assert ClientOptions().timeout == (10.0, 60.0)
         assert ClientOptions().max_connections is None
-        assert sync._caller.http._max_connections == 32
-        assert asynchronous._caller.http._max_connections == 16
+        assert sync._caller.transport._max_connections == 32
+        assert asynchronous._caller.transport._max_connections == 16
     finally:
         sync.close()
 

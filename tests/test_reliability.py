@@ -11,28 +11,25 @@ import select
 import socket
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-import responses
-import urllib3
 
 from conftest import (
-    URL,
     CaptureServer,
     Face,
     envelope,
+    fault_response,
     http_reply,
     report_response,
     send_response,
 )
 from faxws import (
     AuthenticationError,
+    ClientOptions,
     ConnectError,
-    FaxClient,
     FaxFile,
     FaxWSError,
     HTTPStatusError,
@@ -43,6 +40,7 @@ from faxws import (
     TransportError,
 )
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator
+from faxws.transport import MockTransport, Request, Response
 
 PDF = FaxFile(b"%PDF-1.4", 101)
 
@@ -234,15 +232,30 @@ def test_connection_refused_is_not_delivered_and_may_be_retried(
     assert time.monotonic() - started >= 0.15  # two retries with backoff 0.05 + 0.1
 
 
-def test_send_fax_is_retried_after_a_refused_connection(mocked: responses.RequestsMock) -> None:
-    refused = requests.exceptions.ConnectionError(
-        urllib3.exceptions.NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
-    )
-    mocked.post(URL, body=refused)
-    mocked.post(URL, body=send_response(["J1"]))
-    client = FaxClient("https://fax.example.com", user_id="u", pin="1", retry_backoff=0)
+def mock_client(face: Face, handler: Callable[[Request], Response], **settings: Any) -> Any:
+    """A client of ``face`` whose exchanges ``handler`` answers, with no network."""
+    transport = MockTransport(handler)
+    options = ClientOptions(transport=transport, **settings)
+    return face.client("https://fax.example.com", user_id="u", pin="1", options=options)
+
+
+def test_send_fax_is_retried_after_a_refused_connection(face: Face) -> None:
+    answers: list[Response | FaxWSError] = [
+        ConnectError("cannot connect: Connection refused; nothing was sent"),
+        Response(200, {}, send_response(["J1"])),
+    ]
+    seen: list[str] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request.headers["x-ch-request-id"])
+        answer = answers.pop(0)
+        if isinstance(answer, FaxWSError):
+            raise answer
+        return answer
+
+    client = mock_client(face, handler, retry_backoff=0)
     assert client.send_fax(["+1 555 0100"], [PDF], "rid-retry").job_ids == ("J1",)
-    assert [c.request.headers["x-ch-request-id"] for c in mocked.calls] == ["rid-retry"] * 2
+    assert seen == ["rid-retry"] * 2
 
 
 def test_connect_timeout_is_not_delivered(face: Face) -> None:
@@ -335,29 +348,38 @@ def test_report_is_retried_with_backoff_and_the_same_request_id(
     assert result.request_id == "rid-again"
 
 
-def test_report_retries_default_to_two(sim: FaxWSSimulator, face: Face) -> None:
-    sim.inject(Fault.http_status(503), operation="GetFaxBroadcastReport", times=10)
-    client = face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retry_backoff=0)
+def test_report_retries_default_to_two(face: Face) -> None:
+    seen: list[Request] = []
+
+    def busy(request: Request) -> Response:
+        seen.append(request)
+        return Response(503, {}, b"busy")
+
     with pytest.raises(HTTPStatusError):
-        client.get_fax_broadcast_report("J1")
-    assert len(sim.requests) == 3
+        mock_client(face, busy, retry_backoff=0).get_fax_broadcast_report("J1")
+    assert len(seen) == 3
 
 
 @pytest.mark.parametrize(
-    ("fault", "error"),
-    [(Fault.soap_fault(), SoapFaultError), (Fault.ws_error(-5001, "busy"), ServiceError)],
+    ("answer", "error"),
+    [
+        (Response(500, {}, fault_response()), SoapFaultError),
+        (Response(200, {}, report_response(ok=False, code=-5001, text="busy")), ServiceError),
+    ],
     ids=["fault", "service-error"],
 )
 def test_report_is_never_retried_on_faults_or_service_errors(
-    sim: FaxWSSimulator,
-    fault: Fault,
-    error: type[FaxWSError],
-    face: Face,
+    answer: Response, error: type[FaxWSError], face: Face
 ) -> None:
-    sim.inject(fault, operation="GetFaxBroadcastReport", times=5)
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return answer
+
     with pytest.raises(error):
-        client_for(sim, face).get_fax_broadcast_report("J1")
-    assert len(sim.requests) == 1
+        mock_client(face, handler, retry_backoff=0).get_fax_broadcast_report("J1")
+    assert len(seen) == 1
 
 
 def test_fifty_megabyte_chunked_junk_is_cut_off_at_the_cap(

@@ -95,7 +95,7 @@ def test_make_client_is_a_zeep_client_posting_to_base_url(wsdl: str) -> None:
     assert client.settings.forbid_entities
     assert client.settings.forbid_external
     assert client.transport.session.trust_env is False
-    assert client.transport.caller.http._session.trust_env is False
+    assert client.transport.caller.transport._session.trust_env is False
     assert PIN not in repr(client.transport) + repr(client.plugins[0])
 
 

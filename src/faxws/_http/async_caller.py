@@ -1,8 +1,9 @@
 """The asynchronous exchange of :class:`faxws.AsyncFaxClient`, mirroring
 :class:`~faxws._http.sync_caller.SyncCaller`: the same options, the token fetched
-(or awaited) per attempt, one retry after a 401 for token providers, and retries only as
+(or awaited) per attempt, one retry after a 401 for token providers, retries only as
 :func:`~faxws._protocol.soap.may_retry` allows (the decisions are
-:class:`~faxws._http.shared.Attempts`).
+:class:`~faxws._http.shared.Attempts`), and the size limit of answers, whatever the transport
+below.
 
 Documents on disk are opened, measured and read in worker threads, a chunk at a time, so the
 event loop never waits for a file. A cancelled call logs its request id and whether any
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
@@ -22,9 +24,11 @@ from typing import TypeVar
 from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
-    DEFAULT_ASYNC_MAX_CONNECTIONS,
+    AsyncTransport,
     Attempts,
-    RawResponse,
+    BodyLimit,
+    Request,
+    Response,
     refuse_plain_proxy,
 )
 from faxws._log import logger
@@ -33,7 +37,7 @@ from faxws._protocol.soap import request_headers
 from faxws._protocol.writer import Body, OpenBody
 from faxws._version import __version__
 from faxws.auth import Credentials
-from faxws.errors import TransportError
+from faxws.errors import BadInputError, TransportError
 
 __all__ = ["AsyncCaller"]
 
@@ -85,7 +89,8 @@ class _Documents:
     def __init__(self, opened: OpenBody | None, payload: bytes | OpenBody) -> None:
         self._opened = opened
         self.size = len(payload)
-        self.body: AsyncBody = payload if isinstance(payload, bytes) else self._stream
+        # The chunks start afresh each time they are iterated.
+        self.body: AsyncBody = payload if isinstance(payload, bytes) else self
         self._reading: asyncio.Future[bytes | None] | None = None
         # A read in a worker thread when close() comes closes the documents itself when it
         # ends: the loop may be gone by then, and its callbacks with it (the file objects'
@@ -116,6 +121,9 @@ class _Documents:
             opened.close()
             raise
         return cls(opened, payload)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._stream()
 
     async def _stream(self) -> AsyncIterator[bytes]:
         await self._settled()
@@ -185,23 +193,27 @@ class AsyncCaller:
         self.options = options
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
-        self.http = AsyncHttpTransport(
-            url,
-            timeout=options.timeout,
-            verify=options.verify,
-            proxies=options.proxies,
-            max_connections=options.max_connections or DEFAULT_ASYNC_MAX_CONNECTIONS,
-            max_response_bytes=options.max_response_bytes,
-            user_agent=f"faxws/{__version__}",
-            redact=credentials.redact,
-        )
+        self.max_response_bytes = options.max_response_bytes
+        given = options.transport
+        if given is None:
+            self.transport: AsyncTransport = AsyncHttpTransport(
+                url, options, user_agent=f"faxws/{__version__}", redact=credentials.redact
+            )
+        else:
+            if not inspect.iscoroutinefunction(getattr(given, "post_async", None)):
+                raise BadInputError(
+                    "transport",
+                    "AsyncFaxClient needs an AsyncTransport (an async post_async() returning "
+                    f"the answer), not {type(given).__name__}",
+                )
+            self.transport = given  # type: ignore[assignment]  # has post_async(), checked above
 
     async def close(self) -> None:
-        await self.http.close()
+        await self.transport.aclose()
 
     async def call(
         self, name: str, body: Body, rid: str, soap_action: str, *, idempotent: bool
-    ) -> RawResponse:
+    ) -> Response:
         """The final answer to ``body``, after the retries that are safe."""
         written = False
         documents: _Documents | None = None
@@ -222,15 +234,15 @@ class AsyncCaller:
             while True:
                 token = None if pin else await self.credentials.bearer_token_async(rid)
                 attempts.sending(rid, self.url, documents.size)
-                sent = self.http.attempt()
+                request = Request(
+                    self.url,
+                    request_headers(rid, token, soap_action),
+                    documents.body,
+                    documents.size,
+                    rid,
+                )
                 try:
-                    raw = await self.http.post(
-                        documents.body,
-                        documents.size,
-                        request_headers(rid, token, soap_action),
-                        rid,
-                        sent,
-                    )
+                    raw = await self.transport.post_async(request)
                 except TransportError as exc:
                     delay = attempts.after_error(rid, exc)
                     if delay is None:
@@ -238,7 +250,9 @@ class AsyncCaller:
                     await asyncio.sleep(delay)
                     continue
                 finally:
-                    written = written or sent.written
+                    written = written or request.written
+                if len(raw.content) > self.max_response_bytes:
+                    BodyLimit(self.max_response_bytes, raw.status, request_id=rid).add(raw.content)
                 attempts.answered(rid, raw)
                 if (
                     attempts.wants_refresh(raw, self.credentials.refreshable)

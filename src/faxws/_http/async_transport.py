@@ -39,7 +39,7 @@ import struct
 import sys
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, cast
@@ -54,10 +54,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from aiohttp.client_proto import ResponseHandler
 
+from faxws._http.options import ClientOptions
 from faxws._http.shared import (
+    DEFAULT_ASYNC_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     BodyLimit,
-    RawResponse,
+    Request,
+    Response,
     causes,
     classify,
     early_success,
@@ -69,8 +72,8 @@ from faxws.errors import BadInputError, DocumentError, FaxWSError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
 
-#: A request body: bytes, or a function that starts its chunks afresh for each attempt.
-AsyncBody = bytes | Callable[[], AsyncIterator[bytes]]
+#: A request body: bytes, or chunks that start afresh each time they are iterated.
+AsyncBody = bytes | AsyncIterable[bytes]
 
 
 # -- the fact: was any byte of the request written? -----------------------------------------
@@ -649,26 +652,25 @@ _INHERITED: list[aiohttp.ClientSession] = []
 
 
 class AsyncHttpTransport:
-    """POSTs request bodies to one URL and reads bounded answers, on one event loop."""
+    """faxws's own :class:`~faxws.transport.AsyncTransport`: POSTs request bodies to one URL
+    with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
+    answers, on one event loop."""
 
     def __init__(
         self,
         url: str,
+        options: ClientOptions,
         *,
-        timeout: tuple[float, float],
-        verify: bool | str,
-        proxies: Mapping[str, str],
-        max_connections: int,
-        max_response_bytes: int,
         user_agent: str,
         redact: Callable[[str], str] = lambda text: text,
     ) -> None:
         self.url = url
-        self.timeout = timeout
-        self.max_response_bytes = max_response_bytes
-        self._max_connections = max_connections
+        self.timeout = options.timeout
+        self.max_response_bytes = options.max_response_bytes
+        self._max_connections = options.max_connections or DEFAULT_ASYNC_MAX_CONNECTIONS
         self._redact = redact
-        self._verify = verify
+        self._verify = options.verify
+        proxies = options.proxies
         parts = urlsplit(url)
         self._where = endpoint(url)
         chosen = _select_proxy(url, proxies)
@@ -754,7 +756,7 @@ class AsyncHttpTransport:
         self._precise = counts_at_socket(loop)
         return self._session
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         session, self._session = self._session, None
         loop, self._loop = self._loop, None
         if session is None:
@@ -773,19 +775,21 @@ class AsyncHttpTransport:
         if used:
             await asyncio.sleep(0)  # the aborts close their sockets in the next loop pass
 
-    async def post(
-        self,
-        body: AsyncBody,
-        size: int,
-        headers: dict[str, str],
-        request_id: str,
-        sent: Sent,
-    ) -> RawResponse:
-        """The final answer to one attempt of ``body`` (``size`` bytes; ``headers`` are the
-        attempt's own, completed here). ``sent`` records whether any byte was written, also
-        when the call is cancelled."""
+    async def post_async(self, request: Request) -> Response:
+        """The final answer to ``request``; ``request.written`` is set once any byte of it
+        was written, also when the call is cancelled."""
+        sent = Sent(asyncio.get_running_loop(), self.timeout, self._used)
+        try:
+            return await self._post(request, sent)
+        finally:
+            request.written = sent.written
+
+    async def _post(self, request: Request, sent: Sent) -> Response:
+        request_id, size = request.request_id, request.size
+        body = cast(AsyncBody, request.body)
         session = self._session_here(request_id)
         start = time.perf_counter()
+        headers = dict(request.headers)
         headers["Content-Length"] = str(size)
         token = _sent.set(sent)
         failed: FaxWSError | None = None
@@ -826,7 +830,7 @@ class AsyncHttpTransport:
             raise failed from None  # outside the handler: no context quoting the server
         sent.close()
         response.release()
-        return RawResponse(response.status, response.headers, content, time.perf_counter() - start)
+        return Response(response.status, response.headers, content, time.perf_counter() - start)
 
     async def _request(
         self,
@@ -863,14 +867,12 @@ class AsyncHttpTransport:
                     raise
                 sent.reset_for_retry()
 
-    async def _chunks(
-        self, body: Callable[[], AsyncIterator[bytes]], sent: Sent
-    ) -> AsyncIterator[bytes]:
+    async def _chunks(self, body: AsyncIterable[bytes], sent: Sent) -> AsyncIterator[bytes]:
         """A streamed body as aiohttp writes it: each part must be taken within the read
         time-out, and the answer's time limit starts when the last one was. A document that
         fails resets the connection before the body is complete."""
         try:
-            async for chunk in body():
+            async for chunk in body:
                 sent.writing()
                 sent.handed += len(chunk)  # aiohttp writes it before anything else runs
                 yield chunk
@@ -907,10 +909,6 @@ class AsyncHttpTransport:
             limit.add(chunk)
             chunks.append(chunk)
         return b"".join(chunks)
-
-    def attempt(self) -> Sent:
-        """The record of a new attempt."""
-        return Sent(asyncio.get_running_loop(), self.timeout, self._used)
 
 
 _EXPIRED = {

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit, urlunsplit
 from faxws._http.shared import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
+    AsyncTransport,
+    SyncTransport,
     Timeout,
     check_proxies,
     check_timeout,
@@ -25,7 +27,7 @@ __all__ = ["UNSET", "ClientOptions", "resolve"]
 
 @dataclass(frozen=True, init=False, repr=False)
 class ClientOptions:
-    """How a client reaches the service: the HTTP settings and the retries of
+    """How a client reaches the service: the HTTP settings, the retries and the transport of
     :class:`~faxws.FaxClient`, :class:`~faxws.AsyncFaxClient` and
     :func:`faxws.zeep.make_client`, each checked once, here (a
     :class:`~faxws.BadInputError` names the field).
@@ -57,7 +59,15 @@ class ClientOptions:
             sharing it; more threads work too, but open connections that are closed after
             use), 16 for AsyncFaxClient.
         max_response_bytes: answers larger than this (1024 to 2**40 bytes, default 10 MiB)
-            are refused.
+            are refused, whatever the transport.
+        transport: None for faxws's own HTTP transport, or one of the caller's (see
+            :mod:`faxws.transport`): a :class:`~faxws.transport.SyncTransport` for FaxClient
+            and make_client, an :class:`~faxws.transport.AsyncTransport` for
+            AsyncFaxClient, such as :class:`~faxws.transport.MockTransport`, which is both.
+            ``timeout``, ``verify``, ``proxies`` and ``max_connections`` are settings of
+            faxws's own transport; retries, authentication, request ids, the size limit and
+            the reading of answers apply whatever the transport. The client closes the
+            transport when it is closed.
     """
 
     timeout: tuple[float, float]
@@ -68,6 +78,7 @@ class ClientOptions:
     retry_backoff: float
     max_connections: int | None
     max_response_bytes: int
+    transport: SyncTransport | AsyncTransport | None
 
     def __init__(
         self,
@@ -80,6 +91,7 @@ class ClientOptions:
         retry_backoff: float = 0.5,
         max_connections: int | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        transport: SyncTransport | AsyncTransport | None = None,
     ) -> None:
         checked_retries = check_int("retries", retries, 0, 10)
         if (
@@ -89,6 +101,14 @@ class ClientOptions:
         ):
             raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
         checked_proxies = check_proxies("proxies", proxies)
+        if transport is not None and not any(
+            callable(getattr(transport, name, None)) for name in ("post", "post_async")
+        ):
+            raise BadInputError(
+                "transport",
+                "must be a SyncTransport (with post()) or an AsyncTransport (with "
+                f"post_async()), not {type(transport).__name__}",
+            )
         for name, value in (
             ("timeout", check_timeout("timeout", timeout)),
             ("verify", check_verify("verify", verify)),
@@ -106,6 +126,7 @@ class ClientOptions:
                 "max_response_bytes",
                 check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
             ),
+            ("transport", transport),
         ):
             object.__setattr__(self, name, value)
 

@@ -20,9 +20,9 @@ import math
 import os
 import ssl
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._log import logger
@@ -43,9 +43,13 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_INTERIM_RESPONSES",
     "MAX_TIMEOUT",
+    "AsyncTransport",
     "Attempts",
     "BodyLimit",
     "RawResponse",
+    "Request",
+    "Response",
+    "SyncTransport",
     "Timeout",
     "after_fork_in_child",
     "causes",
@@ -78,11 +82,83 @@ MAX_INTERIM_RESPONSES = 32
 
 
 @dataclass(frozen=True, slots=True)
-class RawResponse:
+class Response:
+    """An answer as a transport hands it to the client: the final (not interim) HTTP status,
+    the headers (looked up in any case), the whole body (decoded, as sent before any
+    ``Content-Encoding``) and the seconds the attempt took."""
+
     status: int
     headers: Mapping[str, str]
     content: bytes
-    elapsed: float
+    elapsed: float = 0.0
+
+
+#: The name the clients' code and tests knew it by.
+RawResponse = Response
+
+
+@dataclass(eq=False, slots=True)
+class Request:
+    """One attempt of a call, as a transport is given it.
+
+    Attributes:
+        url: the service endpoint (the client's, for every request).
+        headers: the contract's headers (``Content-Type``, ``SOAPAction``,
+            ``x-ch-request-id``, and ``Authorization`` in OAuth 2.0 mode). The transport
+            adds its own framing (``Content-Length``: ``size``) and may add others
+            (``User-Agent``).
+        body: the SOAP envelope: bytes, or for large documents their chunks, read afresh
+            each time the body is iterated (an iterable of bytes for a
+            :class:`SyncTransport`, an async iterable for an :class:`AsyncTransport`).
+        size: the body's length in bytes.
+        request_id: the call's ``x-ch-request-id``, for the errors the transport raises.
+        written: set by the transport once any byte of the request was written (or handed
+            on): whether the request may have been delivered, as the ``maybe_delivered`` of
+            a :class:`~faxws.TransportError` it raises must also say. The async client logs
+            it for a call cancelled while the request was in flight.
+    """
+
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | Iterable[bytes] | AsyncIterable[bytes]
+    size: int
+    request_id: str
+    written: bool = False
+
+
+class SyncTransport(Protocol):
+    """How :class:`~faxws.FaxClient` and :func:`faxws.zeep.make_client` exchange one
+    attempt with the service: everything between the request's bytes and the answer's.
+
+    Above it, and the same whatever the transport: retries and their waits, authentication
+    (the token per attempt, one retry after a 401), request ids, the size limit of answers
+    and the reading of answers. faxws's own transport posts over requests and urllib3;
+    :class:`~faxws.transport.MockTransport` answers from a function, with no network.
+    """
+
+    def post(self, request: Request) -> Response:
+        """The final answer to ``request``, whatever its status. A failed exchange raises
+        :class:`~faxws.TransportError` (:class:`~faxws.ConnectError` when nothing was
+        written, so that the request is safe to send again), with ``maybe_delivered`` True
+        once any byte of the request was written."""
+        ...
+
+    def close(self) -> None:
+        """Release what the transport holds; called when the client is closed."""
+        ...
+
+
+class AsyncTransport(Protocol):
+    """:class:`SyncTransport` for :class:`~faxws.AsyncFaxClient`: the same contract, with
+    coroutines."""
+
+    async def post_async(self, request: Request) -> Response:
+        """The final answer to ``request`` (see :meth:`SyncTransport.post`)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the transport holds; awaited when the client is closed."""
+        ...
 
 
 # -- arguments --------------------------------------------------------------------------------
@@ -408,7 +484,7 @@ class Attempts:
         logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
         return None
 
-    def answered(self, rid: str, raw: RawResponse) -> None:
+    def answered(self, rid: str, raw: Response) -> None:
         if logger.isEnabledFor(logging.DEBUG):
             activity = raw.headers.get("x-ch-activity-id")
             logger.debug(
@@ -421,14 +497,14 @@ class Attempts:
                 None if activity is None else self._redact(activity),
             )
 
-    def wants_refresh(self, raw: RawResponse, refreshable: bool) -> bool:
+    def wants_refresh(self, raw: Response, refreshable: bool) -> bool:
         """After a 401, once per call, when a token provider can be asked again."""
         if raw.status == 401 and refreshable and not self.refreshed:
             self.refreshed = True
             return True
         return False
 
-    def after_answer(self, rid: str, raw: RawResponse) -> float | None:
+    def after_answer(self, rid: str, raw: Response) -> float | None:
         """Seconds to wait before trying again, or None: the answer is final."""
         if may_retry(idempotent=self._idempotent, status=raw.status) and (
             self.attempt < self._retries

@@ -1,26 +1,36 @@
 """The synchronous exchange shared by the sync faces (:class:`faxws.FaxClient` and
-:mod:`faxws.zeep`): the token fetched per attempt, one retry after
-a 401 for token providers, and retries only as :func:`faxws._protocol.soap.may_retry` allows (the
-decisions are :class:`faxws._http.shared.Attempts`, shared with the asynchronous caller)."""
+:mod:`faxws.zeep`): the token fetched per attempt, one retry after a 401 for token providers,
+retries only as :func:`faxws._protocol.soap.may_retry` allows (the decisions are
+:class:`faxws._http.shared.Attempts`, shared with the asynchronous caller), and the size limit
+of answers, whatever the transport below."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterable
 
 from faxws._http.options import ClientOptions
-from faxws._http.shared import DEFAULT_MAX_CONNECTIONS, Attempts, refuse_plain_proxy
-from faxws._http.sync_transport import HttpTransport, RawResponse
+from faxws._http.shared import (
+    Attempts,
+    BodyLimit,
+    Request,
+    Response,
+    SyncTransport,
+    refuse_plain_proxy,
+)
+from faxws._http.sync_transport import HttpTransport
 from faxws._protocol.soap import request_headers
 from faxws._version import __version__
 from faxws.auth import Credentials
-from faxws.errors import TransportError
+from faxws.errors import BadInputError, TransportError
 
 __all__ = ["SyncCaller"]
 
 
 class SyncCaller:
-    """Posts request bodies to one service URL with one set of credentials."""
+    """Posts request bodies to one service URL with one set of credentials, through
+    ``options.transport`` or faxws's own."""
 
     def __init__(
         self,
@@ -34,19 +44,24 @@ class SyncCaller:
         self.options = options
         self.retries = options.retries
         self.retry_backoff = options.retry_backoff
-        self.http = HttpTransport(
-            url,
-            timeout=options.timeout,
-            verify=options.verify,
-            proxies=options.proxies,
-            max_connections=options.max_connections or DEFAULT_MAX_CONNECTIONS,
-            max_response_bytes=options.max_response_bytes,
-            user_agent=f"faxws/{__version__}",
-            redact=credentials.redact,
-        )
+        self.max_response_bytes = options.max_response_bytes
+        given = options.transport
+        if given is None:
+            self.transport: SyncTransport = HttpTransport(
+                url, options, user_agent=f"faxws/{__version__}", redact=credentials.redact
+            )
+        else:
+            post = getattr(given, "post", None)
+            if not callable(post) or inspect.iscoroutinefunction(post):
+                raise BadInputError(
+                    "transport",
+                    "FaxClient and make_client need a SyncTransport (a post() returning the "
+                    f"answer), not {type(given).__name__}",
+                )
+            self.transport = given  # type: ignore[assignment]  # has post(), checked above
 
     def close(self) -> None:
-        self.http.close()
+        self.transport.close()
 
     def call(
         self,
@@ -57,7 +72,7 @@ class SyncCaller:
         soap_action: str,
         *,
         idempotent: bool,
-    ) -> RawResponse:
+    ) -> Response:
         """The final answer to ``body`` (``size`` bytes), after the retries that are safe."""
         credentials = self.credentials
         attempts = Attempts(
@@ -70,14 +85,17 @@ class SyncCaller:
         while True:
             token = credentials.bearer_token(rid)
             attempts.sending(rid, self.url, size)
+            request = Request(self.url, request_headers(rid, token, soap_action), body, size, rid)
             try:
-                raw = self.http.post(body, request_headers(rid, token, soap_action), rid)
+                raw = self.transport.post(request)
             except TransportError as exc:
                 delay = attempts.after_error(rid, exc)
                 if delay is None:
                     raise
                 time.sleep(delay)
                 continue
+            if len(raw.content) > self.max_response_bytes:
+                BodyLimit(self.max_response_bytes, raw.status, request_id=rid).add(raw.content)
             attempts.answered(rid, raw)
             if attempts.wants_refresh(raw, credentials.refreshable) and credentials.refresh():
                 continue

@@ -38,10 +38,14 @@ import urllib3.connection
 import urllib3.exceptions
 from urllib3.util.wait import wait_for_read
 
+from faxws._http.options import ClientOptions
 from faxws._http.shared import (
+    DEFAULT_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     BodyLimit,
     RawResponse,
+    Request,
+    Response,
     causes,
     classify,
     early_success,
@@ -59,7 +63,7 @@ from faxws.errors import (
 
 __all__ = [
     "HttpTransport",
-    "RawResponse",
+    "RawResponse",  # for the tests that import it from here
     "failure",
     "forget_connections",
     "new_session",
@@ -592,28 +596,26 @@ def read_body(
 
 
 class HttpTransport:
-    """POSTs request bodies to one URL and reads bounded responses."""
+    """faxws's own :class:`~faxws.transport.SyncTransport`: POSTs request bodies to one URL
+    with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
+    answers."""
 
     def __init__(
         self,
         url: str,
+        options: ClientOptions,
         *,
-        timeout: tuple[float, float],
-        verify: bool | str,
-        proxies: Mapping[str, str],
-        max_connections: int,
-        max_response_bytes: int,
         user_agent: str,
         redact: Callable[[str], str] = lambda text: text,
     ) -> None:
         self.url = url
-        self.timeout = timeout
-        self.max_response_bytes = max_response_bytes
+        self.timeout = options.timeout
+        self.max_response_bytes = options.max_response_bytes
         self._redact = redact
         self._where = endpoint(url)
-        self._max_connections = max_connections
-        self._verify = verify
-        self._proxies = dict(proxies)
+        self._max_connections = options.max_connections or DEFAULT_MAX_CONNECTIONS
+        self._verify = options.verify
+        self._proxies = dict(options.proxies)
         session = self._new_session()
         # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
         # proxies from closing the connection after each call. Accept-Encoding is the async
@@ -661,10 +663,11 @@ class HttpTransport:
     def close(self) -> None:
         self._session.close()
 
-    def post(
-        self, body: bytes | Iterable[bytes], headers: Mapping[str, str], request_id: str
-    ) -> RawResponse:
+    def post(self, request: Request) -> Response:
+        """The final answer to ``request``; ``request.written`` is set once any byte of it
+        was written."""
         start = time.perf_counter()
+        request_id = request.request_id
         if self._forks != forks():
             # A child process: the pooled connections are its parent's, which may use
             # them still. They are left to the parent (closing would be no harm, but
@@ -674,7 +677,7 @@ class HttpTransport:
         reset = _progress.set(progress)
         try:
             response = self._adapter.send(
-                self._prepare(body, headers),
+                self._prepare(cast("bytes | Iterable[bytes]", request.body), request.headers),
                 stream=True,
                 timeout=self.timeout,
                 verify=self._verify,
@@ -693,6 +696,7 @@ class HttpTransport:
             failed = None
         finally:
             _progress.reset(reset)
+            request.written = progress.written
         if failed is not None:
             raise failed
         if progress.early and 200 <= response.status_code < 300:
@@ -708,7 +712,7 @@ class HttpTransport:
             response.close()
         if failed is not None:
             raise failed
-        return RawResponse(
+        return Response(
             response.status_code, response.headers, content, time.perf_counter() - start
         )
 
