@@ -111,6 +111,8 @@ def test_the_defaults_are_the_clients_own() -> None:
         ({"retry_backoff": True}, "retry_backoff", "0 to 3600"),
         ({"max_connections": 0}, "max_connections", "outside"),
         ({"max_response_bytes": 10}, "max_response_bytes", "outside"),
+        ({"retry_random": 0.5}, "retry_random", "a function"),
+        ({"transport": object()}, "transport", "SyncTransport"),
     ],
 )
 def test_each_field_is_checked_when_the_options_are_made(

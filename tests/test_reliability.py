@@ -223,9 +223,9 @@ def test_connection_refused_is_not_delivered_and_may_be_retried(
 ) -> None:
     port = refused_port
     started = time.monotonic()
-    client = face.client(
-        f"http://127.0.0.1:{port}", user_id="u", pin="1", retries=2, retry_backoff=0.05
-    )
+    # Each wait its whole bound (no jitter): 0.05, then 0.1.
+    options = ClientOptions(retries=2, retry_backoff=0.05, retry_random=lambda: 1.0)
+    client = face.client(f"http://127.0.0.1:{port}", user_id="u", pin="1", options=options)
     with pytest.raises(ConnectError) as info:
         send(client)
     assert info.value.maybe_delivered is False
@@ -337,7 +337,8 @@ def test_report_is_retried_with_backoff_and_the_same_request_id(
     fault: Fault,
     face: Face,
 ) -> None:
-    client = client_for(sim, face, retries=2, retry_backoff=0.05)
+    options = ClientOptions(retries=2, retry_backoff=0.05, retry_random=lambda: 1.0)
+    client = face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, options=options)
     job = client.send_fax(["+1 555 0100"], [PDF]).job_ids[0]
     sim.inject(fault, operation="GetFaxBroadcastReport", times=2)
     started = time.monotonic()

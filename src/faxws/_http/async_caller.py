@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import random
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
@@ -179,7 +180,11 @@ class _Documents:
 
 
 class AsyncCaller:
-    """Posts request bodies to one service URL with one set of credentials."""
+    """Posts request bodies to one service URL with one set of credentials, through
+    ``options.transport`` or faxws's own."""
+
+    #: How the caller waits between attempts.
+    wait = staticmethod(asyncio.sleep)
 
     def __init__(
         self,
@@ -229,6 +234,8 @@ class AsyncCaller:
                 retries=self.retries,
                 backoff=self.retry_backoff,
                 redact=self.credentials.redact,
+                cap=self.options.retry_delay_cap,
+                jitter=self.options.retry_random or random.random,
             )
             pin = self.credentials.mode == "pin"
             while True:
@@ -247,7 +254,7 @@ class AsyncCaller:
                     delay = attempts.after_error(rid, exc)
                     if delay is None:
                         raise
-                    await asyncio.sleep(delay)
+                    await self.wait(delay)
                     continue
                 finally:
                     written = written or request.written
@@ -262,7 +269,7 @@ class AsyncCaller:
                 delay = attempts.after_answer(rid, raw)
                 if delay is None:
                     return raw
-                await asyncio.sleep(delay)
+                await self.wait(delay)
         except asyncio.CancelledError:
             if written:
                 logger.warning(

@@ -4,7 +4,7 @@ become one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from faxws._http.shared import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
+    MAX_RETRY_DELAY,
     AsyncTransport,
     SyncTransport,
     Timeout,
@@ -52,8 +53,17 @@ class ClientOptions:
             which no byte was written (refused, DNS, TLS handshake, connect time-out), and an
             idempotent one (a report) after any transport error or HTTP 502/503/504. A
             SendFax is never sent again once a byte of it may have reached the service.
-        retry_backoff: seconds (0 to 3600, default 0.5) before the first retry; doubled
-            for each further one.
+        retry_backoff: seconds (0 to 3600, default 0.5) bounding the wait before the first
+            retry; the bound doubles for each further retry, up to 60 s (or
+            ``retry_backoff``, if larger). Each wait is a random fraction of its bound ("full
+            jitter": clients refused at once do not all return at once). A 503 answer's
+            ``Retry-After`` (delta-seconds or an HTTP date) replaces the wait of a retry it
+            allows, up to the same 60 s (or ``retry_backoff``); one that is neither is
+            ignored.
+        retry_random: where the fractions of the waits come from: None (default) for
+            :func:`random.random`, or a function returning a number from 0 to 1 (outside
+            that, or NaN, is taken as the nearer end, NaN as 0): ``lambda: 1.0`` waits each
+            whole bound, e.g. in tests.
         max_connections: the connections kept open (1 to 1024), or None for the client's
             own default: 32 for FaxClient and make_client (one for each of up to 32 threads
             sharing it; more threads work too, but open connections that are closed after
@@ -76,6 +86,7 @@ class ClientOptions:
     allow_insecure_http: bool
     retries: int
     retry_backoff: float
+    retry_random: Callable[[], float] | None
     max_connections: int | None
     max_response_bytes: int
     transport: SyncTransport | AsyncTransport | None
@@ -89,6 +100,7 @@ class ClientOptions:
         allow_insecure_http: bool = False,
         retries: int = 2,
         retry_backoff: float = 0.5,
+        retry_random: Callable[[], float] | None = None,
         max_connections: int | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: SyncTransport | AsyncTransport | None = None,
@@ -101,6 +113,10 @@ class ClientOptions:
         ):
             raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
         checked_proxies = check_proxies("proxies", proxies)
+        if retry_random is not None and not callable(retry_random):
+            raise BadInputError(
+                "retry_random", "must be None or a function returning a number from 0 to 1"
+            )
         if transport is not None and not any(
             callable(getattr(transport, name, None)) for name in ("post", "post_async")
         ):
@@ -116,6 +132,7 @@ class ClientOptions:
             ("allow_insecure_http", allow_insecure_http),
             ("retries", checked_retries),
             ("retry_backoff", float(retry_backoff)),
+            ("retry_random", retry_random),
             (
                 "max_connections",
                 None
@@ -129,6 +146,11 @@ class ClientOptions:
             ("transport", transport),
         ):
             object.__setattr__(self, name, value)
+
+    @property
+    def retry_delay_cap(self) -> float:
+        """The longest wait between two attempts: 60 s, or ``retry_backoff`` if larger."""
+        return max(MAX_RETRY_DELAY, self.retry_backoff)
 
     def __repr__(self) -> str:
         # A proxy URL may carry credentials: shown without them.

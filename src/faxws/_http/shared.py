@@ -15,10 +15,14 @@ they wait and post.
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import logging
 import math
 import os
+import random
 import ssl
+import time
 import weakref
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -42,6 +46,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
     "MAX_INTERIM_RESPONSES",
+    "MAX_RETRY_DELAY",
     "MAX_TIMEOUT",
     "AsyncTransport",
     "Attempts",
@@ -62,6 +67,7 @@ __all__ = [
     "endpoint",
     "forks",
     "refuse_plain_proxy",
+    "retry_after",
     "transport_error",
 ]
 
@@ -79,6 +85,10 @@ DEFAULT_ASYNC_MAX_CONNECTIONS = 16
 MAX_TIMEOUT = 7 * 24 * 3600.0
 #: Interim responses read past before a final one; more is a hostile or broken server.
 MAX_INTERIM_RESPONSES = 32
+#: Longest wait between two attempts (unless retry_backoff is longer), also when an answer's
+#: Retry-After asks for more: a call that waits minutes looks hung, and its caller can
+#: still try again later.
+MAX_RETRY_DELAY = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,16 +448,51 @@ def early_success(request_id: str, where: str) -> TransportError:
 # -- the attempts of one call ------------------------------------------------------------------
 
 
+def retry_after(
+    value: str | None, cap: float, now: Callable[[], float] = time.time
+) -> float | None:
+    """The seconds a ``Retry-After`` header asks to wait (delta-seconds, or an HTTP date
+    measured against ``now``), from 0 to ``cap``; None without one, or for a value that is
+    neither."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(min(int(value), cap))  # an int of any length compares with the cap
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, with no zone said
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    try:
+        seconds = when.timestamp() - now()
+    except (OverflowError, OSError, ValueError):
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
 class Attempts:
     """The decisions between the attempts of one call, and what they log.
 
     A caller asks, after each attempt, whether to refresh the token (one retry after a 401,
     for token providers) and whether to try again (:func:`~faxws._protocol.soap.may_retry`,
-    within the
-    retry budget), and waits the delay it is given.
+    within the retry budget), and waits the delay it is given: a random fraction (from
+    ``jitter``) of ``backoff * 2**n``, at most ``cap``, or what a 503 answer's
+    ``Retry-After`` asks, at most ``cap``.
     """
 
-    __slots__ = ("_backoff", "_idempotent", "_redact", "_retries", "attempt", "name", "refreshed")
+    __slots__ = (
+        "_backoff",
+        "_cap",
+        "_idempotent",
+        "_random",
+        "_redact",
+        "_retries",
+        "attempt",
+        "name",
+        "refreshed",
+    )
 
     def __init__(
         self,
@@ -457,11 +502,15 @@ class Attempts:
         retries: int,
         backoff: float,
         redact: Callable[[str], str],
+        cap: float = MAX_RETRY_DELAY,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.name = name
         self._idempotent = idempotent
         self._retries = retries
         self._backoff = backoff
+        self._cap = cap
+        self._random = jitter
         self._redact = redact
         self.attempt = 0
         self.refreshed = False
@@ -506,14 +555,24 @@ class Attempts:
 
     def after_answer(self, rid: str, raw: Response) -> float | None:
         """Seconds to wait before trying again, or None: the answer is final."""
-        if may_retry(idempotent=self._idempotent, status=raw.status) and (
-            self.attempt < self._retries
+        if not may_retry(idempotent=self._idempotent, status=raw.status) or (
+            self.attempt >= self._retries
         ):
+            return None
+        # Only where a retry is allowed anyway: Retry-After never makes a call repeatable.
+        asked = (
+            retry_after(raw.headers.get("Retry-After"), self._cap) if raw.status == 503 else None
+        )
+        if asked is None:
             return self._back_off(rid, f"HTTP {raw.status}")
-        return None
+        return self._back_off(rid, f"HTTP {raw.status} with Retry-After", asked)
 
-    def _back_off(self, rid: str, why: str) -> float:
-        delay = self._backoff * float(2**self.attempt)
+    def _back_off(self, rid: str, why: str, delay: float | None = None) -> float:
+        if delay is None:
+            fraction = float(self._random())
+            # Outside [0, 1] is the nearer end; NaN, which compares false, is 0.
+            fraction = 1.0 if fraction > 1 else fraction if fraction >= 0 else 0.0
+            delay = min(self._backoff * 2.0**self.attempt, self._cap) * fraction
         logger.info("%s request_id=%s: %s, retrying in %.2fs", self.name, rid, why, delay)
         self.attempt += 1
         return delay

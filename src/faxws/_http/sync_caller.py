@@ -7,6 +7,7 @@ of answers, whatever the transport below."""
 from __future__ import annotations
 
 import inspect
+import random
 import time
 from collections.abc import Iterable
 
@@ -31,6 +32,9 @@ __all__ = ["SyncCaller"]
 class SyncCaller:
     """Posts request bodies to one service URL with one set of credentials, through
     ``options.transport`` or faxws's own."""
+
+    #: How the caller waits between attempts.
+    wait = staticmethod(time.sleep)
 
     def __init__(
         self,
@@ -81,6 +85,8 @@ class SyncCaller:
             retries=self.retries,
             backoff=self.retry_backoff,
             redact=credentials.redact,
+            cap=self.options.retry_delay_cap,
+            jitter=self.options.retry_random or random.random,
         )
         while True:
             token = credentials.bearer_token(rid)
@@ -92,7 +98,7 @@ class SyncCaller:
                 delay = attempts.after_error(rid, exc)
                 if delay is None:
                     raise
-                time.sleep(delay)
+                self.wait(delay)
                 continue
             if len(raw.content) > self.max_response_bytes:
                 BodyLimit(self.max_response_bytes, raw.status, request_id=rid).add(raw.content)
@@ -102,4 +108,4 @@ class SyncCaller:
             delay = attempts.after_answer(rid, raw)
             if delay is None:
                 return raw
-            time.sleep(delay)
+            self.wait(delay)
