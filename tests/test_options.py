@@ -144,3 +144,16 @@ def test_options_are_frozen_comparable_copyable_and_show_no_proxy_credentials() 
     assert dataclasses.replace(options, retries=0).retries == 0
     with pytest.raises(BadInputError):
         dataclasses.replace(options, retries=-1)
+
+
+@pytest.mark.parametrize("name", ["BearerAuth", "PinAuth"])
+def test_the_credential_classes_left_the_package_namespace(name: str) -> None:
+    """No public function takes them: they live in faxws.auth, and the old import still
+    works, with a warning each time."""
+    import faxws.auth
+
+    assert name not in faxws.__all__
+    assert name not in dir(faxws)
+    for _ in range(2):
+        with pytest.warns(DeprecationWarning, match=f"faxws.{name} is deprecated"):
+            assert getattr(faxws, name) is getattr(faxws.auth, name)

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from faxws._http.options import ClientOptions
-    from faxws.auth import AsyncTokenProvider, BearerAuth, PinAuth, TokenProvider
+    from faxws.auth import AsyncTokenProvider, TokenProvider
     from faxws.client import AsyncFaxClient, FaxClient
     from faxws.errors import (
         AuthenticationError,
@@ -47,7 +47,6 @@ _EXPORTS = {
     "AsyncTokenProvider": "faxws.auth",
     "AuthenticationError": "faxws.errors",
     "BadInputError": "faxws.errors",
-    "BearerAuth": "faxws.auth",
     "BroadcastReportResult": "faxws.models",
     "ClientOptions": "faxws._http.options",
     "ConnectError": "faxws.errors",
@@ -57,7 +56,6 @@ _EXPORTS = {
     "FaxWSError": "faxws.errors",
     "FileType": "faxws.models",
     "HTTPStatusError": "faxws.errors",
-    "PinAuth": "faxws.auth",
     "ProtocolError": "faxws.errors",
     "Recipient": "faxws.models",
     "RequestTimeoutError": "faxws.errors",
@@ -76,7 +74,6 @@ __all__ = [
     "AsyncTokenProvider",
     "AuthenticationError",
     "BadInputError",
-    "BearerAuth",
     "BroadcastReportResult",
     "ClientOptions",
     "ConnectError",
@@ -86,7 +83,6 @@ __all__ = [
     "FaxWSError",
     "FileType",
     "HTTPStatusError",
-    "PinAuth",
     "ProtocolError",
     "Recipient",
     "RequestTimeoutError",
@@ -102,10 +98,25 @@ __all__ = [
 ]
 
 
+#: Names that left the package's namespace: still importable from here, with a warning.
+_MOVED = {"BearerAuth": "faxws.auth", "PinAuth": "faxws.auth"}
+
+
 def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'faxws' has no attribute {name!r}")
+        moved = _MOVED.get(name)
+        if moved is None:
+            raise AttributeError(f"module 'faxws' has no attribute {name!r}")
+        import warnings
+
+        # No public function takes them: the clients build them from token= and pin=.
+        warnings.warn(
+            f"faxws.{name} is deprecated; import it from {moved}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(moved), name)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
