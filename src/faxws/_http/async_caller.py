@@ -17,17 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import random
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
     AsyncTransport,
     Attempts,
-    BodyLimit,
     Request,
     Response,
     refuse_plain_proxy,
@@ -186,32 +184,23 @@ class AsyncCaller:
     #: How the caller waits between attempts.
     wait = staticmethod(asyncio.sleep)
 
-    def __init__(
-        self,
-        url: str,
-        credentials: Credentials,
-        options: ClientOptions,
-    ) -> None:
+    def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
         refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
         self.url = url
         self.credentials = credentials
         self.options = options
-        self.retries = options.retries
-        self.retry_backoff = options.retry_backoff
-        self.max_response_bytes = options.max_response_bytes
         given = options.transport
         if given is None:
-            self.transport: AsyncTransport = AsyncHttpTransport(
+            given = AsyncHttpTransport(
                 url, options, user_agent=f"faxws/{__version__}", redact=credentials.redact
             )
-        else:
-            if not inspect.iscoroutinefunction(getattr(given, "post_async", None)):
-                raise BadInputError(
-                    "transport",
-                    "AsyncFaxClient needs an AsyncTransport (an async post_async() returning "
-                    f"the answer), not {type(given).__name__}",
-                )
-            self.transport = given  # type: ignore[assignment]  # has post_async(), checked above
+        elif not inspect.iscoroutinefunction(getattr(given, "post_async", None)):
+            raise BadInputError(
+                "transport",
+                "AsyncFaxClient needs an AsyncTransport (an async post_async() returning the "
+                f"answer), not {type(given).__name__}",
+            )
+        self.transport = cast(AsyncTransport, given)
 
     async def close(self) -> None:
         await self.transport.aclose()
@@ -229,13 +218,7 @@ class AsyncCaller:
                 _Documents(None, whole) if whole is not None else await _Documents.open(body)
             )
             attempts = Attempts(
-                name,
-                idempotent=idempotent,
-                retries=self.retries,
-                backoff=self.retry_backoff,
-                redact=self.credentials.redact,
-                cap=self.options.retry_delay_cap,
-                jitter=self.options.retry_random or random.random,
+                name, idempotent=idempotent, options=self.options, redact=self.credentials.redact
             )
             pin = self.credentials.mode == "pin"
             while True:
@@ -258,8 +241,6 @@ class AsyncCaller:
                     continue
                 finally:
                     written = written or request.written
-                if len(raw.content) > self.max_response_bytes:
-                    BodyLimit(self.max_response_bytes, raw.status, request_id=rid).add(raw.content)
                 attempts.answered(rid, raw)
                 if (
                     attempts.wants_refresh(raw, self.credentials.refreshable)

@@ -12,7 +12,6 @@ from urllib.parse import urlsplit, urlunsplit
 from faxws._http.shared import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
-    MAX_RETRY_DELAY,
     AsyncTransport,
     SyncTransport,
     Timeout,
@@ -146,11 +145,6 @@ class ClientOptions:
             ("transport", transport),
         ):
             object.__setattr__(self, name, value)
-
-    @property
-    def retry_delay_cap(self) -> float:
-        """The longest wait between two attempts: 60 s, or ``retry_backoff`` if larger."""
-        return max(MAX_RETRY_DELAY, self.retry_backoff)
 
     def __repr__(self) -> str:
         # A proxy URL may carry credentials: shown without them.

@@ -26,7 +26,7 @@ import time
 import weakref
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._log import logger
@@ -39,6 +39,9 @@ from faxws.errors import (
     RequestTimeoutError,
     TransportError,
 )
+
+if TYPE_CHECKING:
+    from faxws._http.options import ClientOptions
 
 __all__ = [
     "DEFAULT_ASYNC_MAX_CONNECTIONS",
@@ -473,22 +476,22 @@ def retry_after(
 
 
 class Attempts:
-    """The decisions between the attempts of one call, and what they log.
+    """The decisions between the attempts of one call, what they log, and the size limit of
+    each answer (whatever the transport).
 
     A caller asks, after each attempt, whether to refresh the token (one retry after a 401,
     for token providers) and whether to try again (:func:`~faxws._protocol.soap.may_retry`,
     within the retry budget), and waits the delay it is given: a random fraction (from
-    ``jitter``) of ``backoff * 2**n``, at most ``cap``, or what a 503 answer's
-    ``Retry-After`` asks, at most ``cap``.
+    ``options.retry_random``) of ``retry_backoff * 2**n``, or what a 503 answer's
+    ``Retry-After`` asks, either at most 60 s (or ``retry_backoff``, if larger).
     """
 
     __slots__ = (
-        "_backoff",
         "_cap",
         "_idempotent",
+        "_options",
         "_random",
         "_redact",
-        "_retries",
         "attempt",
         "name",
         "refreshed",
@@ -499,18 +502,14 @@ class Attempts:
         name: str,
         *,
         idempotent: bool,
-        retries: int,
-        backoff: float,
+        options: ClientOptions,
         redact: Callable[[str], str],
-        cap: float = MAX_RETRY_DELAY,
-        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.name = name
         self._idempotent = idempotent
-        self._retries = retries
-        self._backoff = backoff
-        self._cap = cap
-        self._random = jitter
+        self._options = options
+        self._cap = max(MAX_RETRY_DELAY, options.retry_backoff)
+        self._random = options.retry_random or random.random
         self._redact = redact
         self.attempt = 0
         self.refreshed = False
@@ -528,12 +527,18 @@ class Attempts:
     def after_error(self, rid: str, exc: TransportError) -> float | None:
         """Seconds to wait before trying again, or None: raise ``exc``."""
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
-        if may_retry(idempotent=self._idempotent, error=exc) and self.attempt < self._retries:
+        retries = self._options.retries
+        if may_retry(idempotent=self._idempotent, error=exc) and self.attempt < retries:
             return self._back_off(rid, type(exc).__name__)
         logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
         return None
 
     def answered(self, rid: str, raw: Response) -> None:
+        """An answer came: refused when it is over the size limit (faxws's own transports
+        stop reading before; another may not)."""
+        limit = self._options.max_response_bytes
+        if len(raw.content) > limit:
+            BodyLimit(limit, raw.status, request_id=rid).add(raw.content)
         if logger.isEnabledFor(logging.DEBUG):
             activity = raw.headers.get("x-ch-activity-id")
             logger.debug(
@@ -556,7 +561,7 @@ class Attempts:
     def after_answer(self, rid: str, raw: Response) -> float | None:
         """Seconds to wait before trying again, or None: the answer is final."""
         if not may_retry(idempotent=self._idempotent, status=raw.status) or (
-            self.attempt >= self._retries
+            self.attempt >= self._options.retries
         ):
             return None
         # Only where a retry is allowed anyway: Retry-After never makes a call repeatable.
@@ -572,7 +577,7 @@ class Attempts:
             fraction = float(self._random())
             # Outside [0, 1] is the nearer end; NaN, which compares false, is 0.
             fraction = 1.0 if fraction > 1 else fraction if fraction >= 0 else 0.0
-            delay = min(self._backoff * 2.0**self.attempt, self._cap) * fraction
+            delay = min(self._options.retry_backoff * 2.0**self.attempt, self._cap) * fraction
         logger.info("%s request_id=%s: %s, retrying in %.2fs", self.name, rid, why, delay)
         self.attempt += 1
         return delay

@@ -6,20 +6,13 @@ of answers, whatever the transport below."""
 
 from __future__ import annotations
 
-import inspect
-import random
 import time
 from collections.abc import Iterable
+from inspect import iscoroutinefunction
+from typing import cast
 
 from faxws._http.options import ClientOptions
-from faxws._http.shared import (
-    Attempts,
-    BodyLimit,
-    Request,
-    Response,
-    SyncTransport,
-    refuse_plain_proxy,
-)
+from faxws._http.shared import Attempts, Request, Response, SyncTransport, refuse_plain_proxy
 from faxws._http.sync_transport import HttpTransport
 from faxws._protocol.soap import request_headers
 from faxws._version import __version__
@@ -36,33 +29,23 @@ class SyncCaller:
     #: How the caller waits between attempts.
     wait = staticmethod(time.sleep)
 
-    def __init__(
-        self,
-        url: str,
-        credentials: Credentials,
-        options: ClientOptions,
-    ) -> None:
+    def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
         refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
         self.url = url
         self.credentials = credentials
         self.options = options
-        self.retries = options.retries
-        self.retry_backoff = options.retry_backoff
-        self.max_response_bytes = options.max_response_bytes
         given = options.transport
         if given is None:
-            self.transport: SyncTransport = HttpTransport(
+            given = HttpTransport(
                 url, options, user_agent=f"faxws/{__version__}", redact=credentials.redact
             )
-        else:
-            post = getattr(given, "post", None)
-            if not callable(post) or inspect.iscoroutinefunction(post):
-                raise BadInputError(
-                    "transport",
-                    "FaxClient and make_client need a SyncTransport (a post() returning the "
-                    f"answer), not {type(given).__name__}",
-                )
-            self.transport = given  # type: ignore[assignment]  # has post(), checked above
+        elif not callable(post := getattr(given, "post", None)) or iscoroutinefunction(post):
+            raise BadInputError(
+                "transport",
+                "FaxClient and make_client need a SyncTransport (a post() returning the "
+                f"answer), not {type(given).__name__}",
+            )
+        self.transport = cast(SyncTransport, given)
 
     def close(self) -> None:
         self.transport.close()
@@ -80,13 +63,7 @@ class SyncCaller:
         """The final answer to ``body`` (``size`` bytes), after the retries that are safe."""
         credentials = self.credentials
         attempts = Attempts(
-            name,
-            idempotent=idempotent,
-            retries=self.retries,
-            backoff=self.retry_backoff,
-            redact=credentials.redact,
-            cap=self.options.retry_delay_cap,
-            jitter=self.options.retry_random or random.random,
+            name, idempotent=idempotent, options=self.options, redact=credentials.redact
         )
         while True:
             token = credentials.bearer_token(rid)
@@ -100,8 +77,6 @@ class SyncCaller:
                     raise
                 self.wait(delay)
                 continue
-            if len(raw.content) > self.max_response_bytes:
-                BodyLimit(self.max_response_bytes, raw.status, request_id=rid).add(raw.content)
             attempts.answered(rid, raw)
             if attempts.wants_refresh(raw, credentials.refreshable) and credentials.refresh():
                 continue
