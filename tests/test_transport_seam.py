@@ -327,3 +327,16 @@ def test_the_handlers_headers_are_read_in_any_case(face: Face) -> None:
     transport = MockTransport(lambda request: Response(200, headers, report_response()))
     result = mock_client(face, transport).get_fax_broadcast_report("J1")
     assert (result.activity_id, result.execution_time_ms) == ("act-1", 5)
+
+
+def test_zeep_clients_take_a_transport_too() -> None:
+    from faxws.zeep import make_client
+
+    transport = MockTransport(lambda request: Response(200, {}, report_response()))
+    options = ClientOptions(transport=transport)
+    client = make_client("https://fax.example.com", user_id="u", pin="4321", options=options)
+    answer = client.service.GetFaxBroadcastReport(JobId="J1", RecipientType=0, RecipAddress="")
+    assert answer["return"] is True
+    (request,) = transport.requests
+    assert b"<strPIN>4321</strPIN>" in request.body  # type: ignore[operator]
+    client.transport.close()
