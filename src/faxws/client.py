@@ -237,8 +237,9 @@ class FaxClient(_ClientBase):
         user_id: the account, e.g. ``mbx1234567890``.
         token: OAuth 2.0 access token or token provider.
         pin: PIN or password.
-        options: a :class:`~faxws.ClientOptions`: timeouts, TLS verification, proxies,
-            retries, connections and the largest answer accepted.
+        options: a :class:`~faxws.ClientOptions`: time-outs, TLS verification, proxies,
+            retries and their waits, connections, the largest answer accepted, and the
+            transport (see :mod:`faxws.transport`).
         timeout, verify, proxies, allow_insecure_http, retries, retry_backoff,
         max_connections, max_response_bytes: the fields of :class:`~faxws.ClientOptions`
             (see there, defaults included), given one by one instead of ``options``; giving a

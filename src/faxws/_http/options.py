@@ -32,9 +32,10 @@ class ClientOptions:
     :func:`faxws.zeep.make_client`, each checked once, here (a
     :class:`~faxws.BadInputError` names the field).
 
-    Pass it as ``options=``; the clients also take each field as a keyword argument of its
-    own, but not both ways at once: a field given both as a keyword argument and in
-    ``options`` is refused, so that no reader has to know which one wins. A changed copy is
+    Pass it as ``options=``. The clients also take the fields from ``timeout`` to
+    ``max_response_bytes`` (but ``retry_random``) as keyword arguments of their own, but not
+    both ways at once: a field given both as a keyword argument and in ``options`` is
+    refused, so that no reader has to know which one wins. A changed copy is
     ``dataclasses.replace(options, timeout=5)``.
 
     Attributes:
@@ -60,9 +61,9 @@ class ClientOptions:
             allows, up to the same 60 s (or ``retry_backoff``); one that is neither is
             ignored.
         retry_random: where the fractions of the waits come from: None (default) for
-            :func:`random.random`, or a function returning a number from 0 to 1 (outside
-            that, or NaN, is taken as the nearer end, NaN as 0): ``lambda: 1.0`` waits each
-            whole bound, e.g. in tests.
+            :func:`random.random`, or a function returning a number from 0 to 1 (above 1
+            counts as 1; below 0, or NaN, as 0). ``lambda: 1.0`` waits each whole bound,
+            e.g. in tests.
         max_connections: the connections kept open (1 to 1024), or None for the client's
             own default: 32 for FaxClient and make_client (one for each of up to 32 threads
             sharing it; more threads work too, but open connections that are closed after
