@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._http.options import UNSET, ClientOptions, resolve
-from faxws._http.shared import RawResponse, Timeout
+from faxws._http.shared import RawResponse, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
 from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
@@ -31,7 +30,6 @@ from faxws.bindings import (
 )
 from faxws.errors import (
     BadInputError,
-    FaxWSError,
 )
 from faxws.models import (
     BroadcastReportResult,
@@ -305,7 +303,7 @@ class FaxClient(_ClientBase):
             TransportError, ProtocolError: see :mod:`faxws.errors`.
         """
         rid = _request_id(request_id)
-        with _call_boundary(rid):
+        with call_boundary(rid):
             request, named = self._send_fax_request(recipients, files)
             response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
             return self._send_fax_result(rid, named, response, raw)
@@ -328,7 +326,7 @@ class FaxClient(_ClientBase):
             ServiceError: for example code -5019 for an unknown job id.
         """
         rid = _request_id(request_id)
-        with _call_boundary(rid):
+        with call_boundary(rid):
             request = self._report_request(job_id, recipient_type, recip_address)
             _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
             return self._report_result(rid, request, raw)
@@ -434,7 +432,7 @@ class AsyncFaxClient(_ClientBase):
     ) -> SendFaxResult:
         """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
         rid = _request_id(request_id)
-        with _call_boundary(rid):
+        with call_boundary(rid):
             request, named = self._send_fax_request(recipients, files)
             response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
             return self._send_fax_result(rid, named, response, raw)
@@ -449,7 +447,7 @@ class AsyncFaxClient(_ClientBase):
         """Ask for the broadcast report of a job (see
         :meth:`FaxClient.get_fax_broadcast_report`)."""
         rid = _request_id(request_id)
-        with _call_boundary(rid):
+        with call_boundary(rid):
             request = self._report_request(job_id, recipient_type, recip_address)
             _, raw = await self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
             return self._report_result(rid, request, raw)
@@ -474,41 +472,6 @@ class AsyncFaxClient(_ClientBase):
 
 def _request_id(request_id: str | None) -> str:
     return new_request_id() if request_id is None else check_request_id(request_id)
-
-
-class _call_boundary:  # noqa: N801 (used as a function: ``with _call_boundary(rid):``)
-    """Everything a call raises is a FaxWSError carrying its request id. An exception of
-    another kind is a bug somewhere below; it becomes a FaxWSError that says the request may
-    have been delivered, since nothing tells otherwise. (A class, not a generator made
-    with contextlib: entered on every call, it costs a third as much.)"""
-
-    __slots__ = ("_rid",)
-
-    def __init__(self, rid: str) -> None:
-        self._rid = rid
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if exc is None or not isinstance(exc, Exception):
-            return  # a success, or KeyboardInterrupt, CancelledError and the like
-        if isinstance(exc, FaxWSError):
-            if exc.request_id is None:
-                exc.request_id = self._rid
-            return
-        # Not chained: the exception's arguments may hold anything, the request (and its
-        # secrets) included. Its type and place are enough to report the bug.
-        import traceback
-
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-        raise FaxWSError(
-            f"unexpected {type(exc).__name__}{where} during the call; the request may have "
-            "been delivered",
-            request_id=self._rid,
-            maybe_delivered=True,
-        ) from None
 
 
 #: A Recipient's fields in the order of FaxJobRecipient's elements: the writer's tuple form of

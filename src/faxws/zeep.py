@@ -33,7 +33,7 @@ from lxml import etree
 
 from faxws import _resources
 from faxws._http.options import UNSET, ClientOptions, resolve
-from faxws._http.shared import RawResponse, Timeout
+from faxws._http.shared import RawResponse, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.checks import check_request_id, check_text
@@ -48,7 +48,7 @@ from faxws._protocol.reader import (
 from faxws._protocol.soap import SOAP11_NS, new_request_id
 from faxws._protocol.writer import payload_envelope
 from faxws.auth import Credentials, credentials_from
-from faxws.client import _call_boundary, service_url
+from faxws.client import service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
 from faxws.validation import Validator
 
@@ -204,7 +204,7 @@ class FaxWSTransport(zeep.Transport):
     def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
         rid = _request_id(headers)
         _current.request_id = rid
-        with _call_boundary(rid):
+        with call_boundary(rid):
             if address != self.caller.url:
                 raise BadInputError(
                     "address", f"is {address!r}; this client posts only to {self.caller.url}"

@@ -35,6 +35,7 @@ from faxws._protocol.soap import may_retry
 from faxws.errors import (
     BadInputError,
     ConnectError,
+    FaxWSError,
     ProtocolError,
     RequestTimeoutError,
     TransportError,
@@ -60,6 +61,7 @@ __all__ = [
     "SyncTransport",
     "Timeout",
     "after_fork_in_child",
+    "call_boundary",
     "causes",
     "check_proxies",
     "check_timeout",
@@ -446,6 +448,44 @@ def early_success(request_id: str, where: str) -> TransportError:
         request_id=request_id,
         where=where,
     )
+
+
+# -- a call -----------------------------------------------------------------------------------
+
+
+class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid):``)
+    """Everything a call raises is a FaxWSError carrying its request id. An exception of
+    another kind is a bug somewhere below; it becomes a FaxWSError that says the request may
+    have been delivered, since nothing tells otherwise. (A class, not a generator made
+    with contextlib: entered on every call, it costs a third as much.)"""
+
+    __slots__ = ("_rid",)
+
+    def __init__(self, rid: str) -> None:
+        self._rid = rid
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is None or not isinstance(exc, Exception):
+            return  # a success, or KeyboardInterrupt, CancelledError and the like
+        if isinstance(exc, FaxWSError):
+            if exc.request_id is None:
+                exc.request_id = self._rid
+            return
+        # Not chained: the exception's arguments may hold anything, the request (and its
+        # secrets) included. Its type and place are enough to report the bug.
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+        raise FaxWSError(
+            f"unexpected {type(exc).__name__}{where} during the call; the request may have "
+            "been delivered",
+            request_id=self._rid,
+            maybe_delivered=True,
+        ) from None
 
 
 # -- the attempts of one call ------------------------------------------------------------------
