@@ -516,7 +516,7 @@ def test_a_recipient_subclass_cannot_skip_the_checks() -> None:
 def test_the_job_id_count_is_that_of_the_request_sent(caplog: pytest.LogCaptureFixture) -> None:
     """A sequence whose length changes after the request was built (another thread editing
     the caller's list) does not make a right answer look wrong."""
-    from faxws._http.shared import RawResponse
+    from faxws._http.shared import Response
 
     class Growing(list[str]):
         def __len__(self) -> int:
@@ -525,9 +525,9 @@ def test_the_job_id_count_is_that_of_the_request_sent(caplog: pytest.LogCaptureF
     numbers = Growing(["+1 555 0100", "+1 555 0101"])
     client = FaxClient("https://fax.example.com", user_id="u", pin="1")
 
-    def answer(*args: Any, **kw: Any) -> RawResponse:
+    def answer(*args: Any, **kw: Any) -> Response:
         numbers.built = True  # type: ignore[attr-defined]
-        return RawResponse(200, {}, send_response(["J1", "J2"]), 0.0)
+        return Response(200, {}, send_response(["J1", "J2"]), 0.0)
 
     client._caller.call = answer
     caplog.set_level("WARNING", logger="faxws")

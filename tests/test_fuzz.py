@@ -15,7 +15,7 @@ from lxml import etree
 import faxws
 from conftest import envelope, fault_response, report_response, send_response
 from faxws import FaxWSError, ValidationIssue
-from faxws._http.sync_transport import RawResponse
+from faxws._http.sync_transport import Response
 from faxws._protocol.reader import interpret
 from faxws.auth import PinAuth
 from faxws.bindings import OPERATIONS
@@ -133,7 +133,7 @@ STATUSES = st.sampled_from([200, 200, 200, 201, 301, 400, 401, 403, 404, 500, 50
 
 
 def read(status: int, body: bytes, operation: str) -> None:
-    raw = RawResponse(status, {"Content-Type": "text/xml"}, body, 0.01)
+    raw = Response(status, {"Content-Type": "text/xml"}, body, 0.01)
     error: FaxWSError | None = None
     try:
         interpret(OPERATIONS[operation], raw.status, raw.content, "rid-fuzz", AUTH.redact)

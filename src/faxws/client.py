@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._http.options import UNSET, ClientOptions, resolve
-from faxws._http.shared import RawResponse, Timeout, call_boundary
+from faxws._http.shared import Response, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
 from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
@@ -183,11 +183,11 @@ class _ClientBase:
 
     # -- reading answers ------------------------------------------------------------------
 
-    def _read(self, operation: Operation[Any, ResponseT], raw: RawResponse, rid: str) -> ResponseT:
+    def _read(self, operation: Operation[Any, ResponseT], raw: Response, rid: str) -> ResponseT:
         return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
 
     def _send_fax_result(
-        self, rid: str, sent: int, response: FaxSendResponse, raw: RawResponse
+        self, rid: str, sent: int, response: FaxSendResponse, raw: Response
     ) -> SendFaxResult:
         """``sent``: how many recipients the request named."""
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
@@ -208,7 +208,7 @@ class _ClientBase:
         )
 
     def _report_result(
-        self, rid: str, request: GetFaxBroadcastReport, raw: RawResponse
+        self, rid: str, request: GetFaxBroadcastReport, raw: Response
     ) -> BroadcastReportResult:
         return BroadcastReportResult(
             job_id=request.job_id,
@@ -340,7 +340,7 @@ class FaxClient(_ClientBase):
         rid: str,
         *,
         idempotent: bool,
-    ) -> tuple[ResponseT, RawResponse]:
+    ) -> tuple[ResponseT, Response]:
         body = self._body(request, rid)
         whole = body.whole
         if whole is not None:  # nothing to open: small documents in memory are encoded already
@@ -459,7 +459,7 @@ class AsyncFaxClient(_ClientBase):
         rid: str,
         *,
         idempotent: bool,
-    ) -> tuple[ResponseT, RawResponse]:
+    ) -> tuple[ResponseT, Response]:
         raw = await self._caller.call(
             operation.name,
             self._body(request, rid),
@@ -529,13 +529,13 @@ def _files(files: Sequence[FaxFile]) -> tuple[tuple[int, int, Source], ...]:
     return tuple(out)
 
 
-def _header(raw: RawResponse, name: str, auth: Credentials) -> str | None:
+def _header(raw: Response, name: str, auth: Credentials) -> str | None:
     """A response header's value for results and logs, with any echoed secret masked."""
     value = raw.headers.get(name)
     return None if value is None else auth.redact(value)
 
 
-def _int_header(raw: RawResponse, name: str) -> int | None:
+def _int_header(raw: Response, name: str) -> int | None:
     value = raw.headers.get(name)
     if value is None:
         return None

@@ -33,7 +33,7 @@ from lxml import etree
 
 from faxws import _resources
 from faxws._http.options import UNSET, ClientOptions, resolve
-from faxws._http.shared import RawResponse, Timeout, call_boundary
+from faxws._http.shared import Response, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.checks import check_request_id, check_text
@@ -343,7 +343,7 @@ def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:
             )
 
 
-def _response(raw: RawResponse, url: str) -> requests.Response:
+def _response(raw: Response, url: str) -> requests.Response:
     """The answer as zeep expects it (a requests.Response), from the bytes already read."""
     response = requests.Response()
     response.status_code = raw.status

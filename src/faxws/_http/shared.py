@@ -55,7 +55,6 @@ __all__ = [
     "AsyncTransport",
     "Attempts",
     "BodyLimit",
-    "RawResponse",
     "Request",
     "Response",
     "SyncTransport",
@@ -106,10 +105,6 @@ class Response:
     headers: Mapping[str, str]
     content: bytes
     elapsed: float = 0.0
-
-
-#: The name the clients' code and tests knew it by.
-RawResponse = Response
 
 
 @dataclass(eq=False, slots=True)

@@ -43,7 +43,6 @@ from faxws._http.shared import (
     DEFAULT_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     BodyLimit,
-    RawResponse,
     Request,
     Response,
     causes,
@@ -63,7 +62,6 @@ from faxws.errors import (
 
 __all__ = [
     "HttpTransport",
-    "RawResponse",  # for the tests that import it from here
     "failure",
     "forget_connections",
     "new_session",

@@ -53,6 +53,7 @@ def setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | N
 
 def make_client(args: argparse.Namespace) -> FaxClient:
     """The client the options describe: the one place a command builds one."""
+    from faxws._http.options import ClientOptions
     from faxws.client import FaxClient
 
     base_url = setting(args, "base_url")
@@ -87,15 +88,9 @@ def make_client(args: argparse.Namespace) -> FaxClient:
             scope=setting(args, "scope") or DEFAULT_SCOPE,
             allow_insecure_http=args.insecure_http,
         )
-    kwargs: dict[str, Any] = {} if args.timeout is None else {"timeout": args.timeout}
-    return FaxClient(
-        base_url,
-        user_id=user_id,
-        token=token,
-        pin=creds["pin"],
-        allow_insecure_http=args.insecure_http,
-        **kwargs,
-    )
+    timeout = {} if args.timeout is None else {"timeout": args.timeout}
+    options = ClientOptions(allow_insecure_http=args.insecure_http, **timeout)
+    return FaxClient(base_url, user_id=user_id, token=token, pin=creds["pin"], options=options)
 
 
 #: A call's result, what --json prints of it and the lines of text; the request and activity
