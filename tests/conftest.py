@@ -457,3 +457,13 @@ def serve() -> Iterator[Callable[..., ScriptedServer]]:
             return server
 
         yield start
+
+
+#: One recipient as zeep takes it (a dict of the element's fields).
+ZEEP_RECIPIENT = {
+    "RecipFaxNumber": "+1 555 0100",
+    "RecipCompany": "",
+    "RecipTitle": "",
+    "RecipName": "",
+    "RecipSecureCSID": "",
+}

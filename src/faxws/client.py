@@ -173,7 +173,7 @@ class _ClientBase:
     @staticmethod
     def _body(request: object, rid: str) -> Body:
         # Not parsed back for a schema check: every string was checked on the way in and the
-        # writer refuses whatever else the schema would (tests/test_equivalence.py proves
+        # writer refuses whatever else the schema would (tests/protocol/test_equivalence.py proves
         # the two agree on the requests the client builds).
         try:
             return envelope(request)
@@ -475,7 +475,7 @@ def _request_id(request_id: str | None) -> str:
 
 
 #: A Recipient's fields in the order of FaxJobRecipient's elements: the writer's tuple form of
-#: it (tests/test_equivalence.py checks the two orders agree).
+#: it (tests/protocol/test_equivalence.py checks the two orders agree).
 _RECIPIENT_VALUES = operator.attrgetter("fax_number", "company", "title", "name", "secure_csid")
 
 RecipientValues = tuple[str, str, str, str, str]

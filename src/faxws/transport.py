@@ -35,7 +35,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from requests.structures import CaseInsensitiveDict
 
 from faxws._http.shared import AsyncTransport, Request, Response, SyncTransport
-from faxws.errors import DocumentError
+from faxws.errors import BadInputError, DocumentError
 
 __all__ = ["AsyncTransport", "MockTransport", "Request", "Response", "SyncTransport"]
 
@@ -56,7 +56,7 @@ class MockTransport:
 
     def __init__(self, handler: Callable[[Request], Response | Awaitable[Response]]) -> None:
         if not callable(handler):
-            raise TypeError(f"the handler must be callable, not {type(handler).__name__}")
+            raise BadInputError("handler", f"must be callable, not {type(handler).__name__}")
         self.handler = handler
         self.requests: list[Request] = []
         """Every request handed to the handler, its body read whole."""

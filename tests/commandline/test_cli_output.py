@@ -359,7 +359,7 @@ def test_validate_documents_keeps_its_place_in_faxws_validation(tmp_path: Path) 
 
     bad = tmp_path / "bad.xml"
     bad.write_text('<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>u</UserID></x>')
-    good = Path(__file__).resolve().parent / "golden" / "report_pin.xml"
+    good = Path(__file__).resolve().parents[1] / "golden" / "report_pin.xml"
     out, err = io.StringIO(), io.StringIO()
     assert validation.validate_documents is _validate.validate_documents
     code = validation.validate_documents([str(good), str(bad)], as_json=False, out=out, err=err)

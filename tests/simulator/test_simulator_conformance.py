@@ -19,7 +19,7 @@ from faxws.pytest_plugin import SimulatorFactory
 from faxws.testing import DEMO_PIN, DEMO_TOKEN, DEMO_USER_ID, Account, FaxWSSimulator
 from faxws.zeep import make_client
 
-VENDOR = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+VENDOR = Path(__file__).parents[1] / "fixtures" / "vendor" / "FaxWS.wsdl"
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 CONTRACT_HEADERS = {"Content-Type": "application/soap+xml; charset=utf-8", "SOAPAction": ""}
 DECLARATION = '<?xml version="1.0" encoding="utf-8"?>\n'

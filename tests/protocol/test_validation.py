@@ -40,7 +40,7 @@ from faxws._protocol import writer as _wire
 from faxws._protocol.xsd import NAMESPACE
 from faxws.validation import Validator, default_validator, validate, validate_or_raise
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 
 

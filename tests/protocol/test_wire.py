@@ -81,7 +81,7 @@ def zeep_report(client: Any) -> None:
 #: The faces that write these requests: the typed clients (sync and async), and zeep's client
 #: through faxws.zeep with the packaged WSDL and with the vendor's.
 FACES = ("FaxClient", "AsyncFaxClient", "zeep", "zeep-vendor")
-VENDOR_WSDL = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+VENDOR_WSDL = Path(__file__).parents[1] / "fixtures" / "vendor" / "FaxWS.wsdl"
 
 
 def call_on(

@@ -10,11 +10,11 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from test_simulator_http import exchange
 
 from faxws import FaxClient, FaxFile, FileType
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, _http
 from faxws.testing._http import MAX_BODY
-from test_simulator_http import exchange
 
 HOST = "Host: 127.0.0.1\r\n"
 _FAULT = json.dumps({"fault": "http_status", "status": 503, "times": 5}).encode()

@@ -24,8 +24,8 @@ from faxws._protocol import reader as _reader
 from faxws._protocol import writer as _wire
 from faxws.validation import Validator
 
-ROOT = Path(__file__).resolve().parents[1]
-VENDOR = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+ROOT = Path(__file__).resolve().parents[2]
+VENDOR = Path(__file__).parents[1] / "fixtures" / "vendor" / "FaxWS.wsdl"
 
 XS = "http://www.w3.org/2001/XMLSchema"
 WSDL = "http://schemas.xmlsoap.org/wsdl/"

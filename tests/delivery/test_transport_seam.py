@@ -340,3 +340,12 @@ def test_zeep_clients_take_a_transport_too() -> None:
     (request,) = transport.requests
     assert b"<strPIN>4321</strPIN>" in request.body  # type: ignore[operator]
     client.transport.close()
+
+
+def test_a_mock_transport_needs_a_callable_handler() -> None:
+    from faxws import BadInputError
+    from faxws.transport import MockTransport
+
+    with pytest.raises(BadInputError) as info:
+        MockTransport("not a function")  # type: ignore[arg-type]
+    assert (info.value.field, info.value.problem) == ("handler", "must be callable, not str")

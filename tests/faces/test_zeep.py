@@ -22,6 +22,7 @@ from conftest import (
     report_response,
     send_response,
 )
+from conftest import ZEEP_RECIPIENT as RECIPIENT
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
@@ -35,7 +36,7 @@ from faxws.errors import (
 from faxws.testing import DEMO_PIN, DEMO_TOKEN, DEMO_USER_ID, FaxWSSimulator
 from faxws.zeep import FaxWSPlugin, FaxWSTransport, make_client
 
-VENDOR = Path(__file__).parent / "fixtures" / "vendor" / "FaxWS.wsdl"
+VENDOR = Path(__file__).parents[1] / "fixtures" / "vendor" / "FaxWS.wsdl"
 WSDLS = {"packaged": None, "vendor": VENDOR}
 USER = "mbx1234567890"
 PIN = "pin-Marker-7f3a"
@@ -43,13 +44,6 @@ TOKEN = "tok-Marker-91c2"
 
 Server = Callable[[Callable[[bytes], bytes | None]], CaptureServer]
 
-RECIPIENT = {
-    "RecipFaxNumber": "+1 555 0100",
-    "RecipCompany": "",
-    "RecipTitle": "",
-    "RecipName": "",
-    "RecipSecureCSID": "",
-}
 FILE = {"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF-1.4"}
 STATUS_RESPONSE = envelope(
     '<FaxStatusResponse xmlns="urn:FaxWS"><return>true</return><FaxStatusList><item>'

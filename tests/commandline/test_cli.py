@@ -28,7 +28,7 @@ from faxws.testing import (
     FaxWSSimulator,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
 
 

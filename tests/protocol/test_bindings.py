@@ -14,7 +14,7 @@ from lxml import etree
 from conftest import GOLDEN
 from faxws import _codegen, bindings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_bindings_match_the_wsdl() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+import pytest
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def python_blocks() -> list[str]:
@@ -34,3 +36,9 @@ def test_the_readme_opens_with_the_two_commands() -> None:
         ["make", "demo"],
         ["make", "test"],
     ]
+
+
+def test_the_transport_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = [b for b in python_blocks() if "MockTransport(answer)" in b]
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+    assert capsys.readouterr().out == "HTTPStatusError True 1\n"

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from conftest import ZEEP_RECIPIENT as RECIPIENT
 from conftest import Face, send_response
 from faxws import FaxFile, FaxWSError
 from scripted import WAIT, Conn, ScriptedServer
-from test_zeep import RECIPIENT
 
 READ_TIMEOUT = 0.5
 #: A call ends within the head's and the body's read time-outs, plus this, on a busy machine.
