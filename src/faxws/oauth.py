@@ -107,6 +107,11 @@ class ClientCredentials:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadInputError("token_url", "must be an http(s) URL with a host")
+        if not isinstance(allow_insecure_http, bool):
+            raise BadInputError(
+                "allow_insecure_http",
+                f"must be True or False, not {type(allow_insecure_http).__name__}",
+            )
         if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
             raise BadInputError("token_url", "plain http would expose the client secret")
         self._url = token_url

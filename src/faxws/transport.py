@@ -23,19 +23,21 @@ call and reads what it answers. Everything else stays above the seam and is the 
 the transport: the request ids, the headers and body of the contract, the token fetched for
 each attempt and the one retry after a 401, the retries and their waits (a SendFax is never
 sent again once a byte of it may have reached the service: the transport says so in the
-``maybe_delivered`` of the :class:`~faxws.TransportError` it raises), the size limit of
+``written`` of the request, set once any byte of it went out, which no error it raises can
+undo), the size limit of
 answers, and the reading of answers into results and errors.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 
 from requests.structures import CaseInsensitiveDict
 
 from faxws._http.shared import AsyncTransport, Request, Response, SyncTransport
-from faxws.errors import BadInputError, DocumentError
+from faxws.errors import BadInputError, DocumentError, FaxWSError
 
 __all__ = ["AsyncTransport", "MockTransport", "Request", "Response", "SyncTransport"]
 
@@ -49,8 +51,9 @@ class MockTransport:
     :class:`Response` (its headers are then looked up in any case), or raises what a transport
     raises: :class:`~faxws.ConnectError` for a request that was not sent (refused,
     unreachable), :class:`~faxws.TransportError` or :class:`~faxws.RequestTimeoutError` with
-    ``maybe_delivered=True`` for one that may have been. A request counts as written once it
-    was handed to the handler. Every request handed over is kept in :attr:`requests`, in
+    ``maybe_delivered=True`` for one that may have been. The handler plays the network: a
+    request counts as written (``request.written``) unless the handler raises an error with
+    ``maybe_delivered=False``. Every request handed over is kept in :attr:`requests`, in
     order.
     """
 
@@ -74,7 +77,9 @@ class MockTransport:
         except DocumentError as exc:
             self._not_handed(exc, request)
             raise
-        answer = self.handler(self._hand(request, whole))
+        handed = self._hand(request, whole)
+        with self._as_the_network(request, handed):
+            answer = self.handler(handed)
         if inspect.isawaitable(answer):
             if inspect.iscoroutine(answer):
                 answer.close()  # never awaited: closed so that Python does not warn
@@ -94,9 +99,11 @@ class MockTransport:
         except DocumentError as exc:
             self._not_handed(exc, request)
             raise
-        answer = self.handler(self._hand(request, whole))
-        if inspect.isawaitable(answer):
-            answer = await answer
+        handed = self._hand(request, whole)
+        with self._as_the_network(request, handed):
+            answer = self.handler(handed)
+            if inspect.isawaitable(answer):
+                answer = await answer
         return self._checked(answer)
 
     def close(self) -> None:
@@ -106,12 +113,26 @@ class MockTransport:
         """Nothing to release."""
 
     def _hand(self, request: Request, whole: bytes) -> Request:
-        request.written = True
         handed = Request(
             request.url, dict(request.headers), whole, len(whole), request.request_id, True
         )
         self.requests.append(handed)
         return handed
+
+    @staticmethod
+    @contextmanager
+    def _as_the_network(request: Request, handed: Request) -> Iterator[None]:
+        """The handler plays the network: the request went out unless it raises an error
+        saying that nothing did (``maybe_delivered=False``, as ConnectError says)."""
+        try:
+            yield
+        except FaxWSError as exc:
+            request.written = handed.written = exc.maybe_delivered
+            raise
+        except BaseException:
+            request.written = True
+            raise
+        request.written = True
 
     @staticmethod
     def _not_handed(exc: DocumentError, request: Request) -> None:

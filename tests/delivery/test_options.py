@@ -13,6 +13,7 @@ import pytest
 import faxws
 from conftest import Face
 from faxws import AsyncFaxClient, BadInputError, ClientOptions, FaxClient
+from faxws.transport import MockTransport
 from faxws.zeep import make_client
 
 BASE = "https://fax.example.com"
@@ -113,6 +114,13 @@ def test_the_defaults_are_the_clients_own() -> None:
         ({"max_response_bytes": 10}, "max_response_bytes", "outside"),
         ({"retry_random": 0.5}, "retry_random", "a function"),
         ({"transport": object()}, "transport", "SyncTransport"),
+        ({"transport": MockTransport}, "transport", "not the class MockTransport"),
+        ({"allow_insecure_http": "no"}, "allow_insecure_http", "True or False, not str"),
+        ({"allow_insecure_http": None}, "allow_insecure_http", "True or False, not NoneType"),
+        # An unencoded "/" in a password ends the host there: refused, the password unshown.
+        ({"proxies": {"https": "http://u:12/34@p:8080"}}, "proxies['https']", "nothing after"),
+        ({"proxies": {"https": "http://u:8#b@p:8080"}}, "proxies['https']", "nothing after"),
+        ({"proxies": {"https": "http://p:8080/path"}}, "proxies['https']", "nothing after"),
     ],
 )
 def test_each_field_is_checked_when_the_options_are_made(
@@ -122,6 +130,23 @@ def test_each_field_is_checked_when_the_options_are_made(
         ClientOptions(**settings)
     assert info.value.field == field
     assert words in info.value.problem
+    assert "34" not in str(info.value)
+    assert "8#b" not in str(info.value)
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_allow_insecure_http_must_be_a_bool_in_every_face(face: str) -> None:
+    with pytest.raises(BadInputError) as info:
+        made(face, allow_insecure_http="false")
+    assert info.value.field == "allow_insecure_http"
+
+
+def test_the_token_provider_takes_a_bool_for_plain_http_too() -> None:
+    from faxws.oauth import ClientCredentials
+
+    with pytest.raises(BadInputError) as info:
+        ClientCredentials("http://login.example.com/token", "id", "s", allow_insecure_http="no")  # type: ignore[arg-type]
+    assert info.value.field == "allow_insecure_http"
 
 
 def test_plain_http_through_a_remote_proxy_is_refused_with_options_too(face: Face) -> None:

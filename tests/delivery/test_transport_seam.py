@@ -28,6 +28,7 @@ from faxws import (
     BadInputError,
     ClientOptions,
     ConnectError,
+    DocumentError,
     FaxClient,
     FaxFile,
     FaxWSError,
@@ -349,3 +350,84 @@ def test_a_mock_transport_needs_a_callable_handler() -> None:
     with pytest.raises(BadInputError) as info:
         MockTransport("not a function")  # type: ignore[arg-type]
     assert (info.value.field, info.value.problem) == ("handler", "must be callable, not str")
+
+
+class _WritesThenFails:
+    """A transport that writes the request, then reports a failure that says (wrongly, or for
+    a document) that nothing may have been delivered."""
+
+    def __init__(self, failure: Callable[[], FaxWSError]) -> None:
+        self.failure = failure
+        self.posted = 0
+
+    def post(self, request: Request) -> Response:
+        self.posted += 1
+        request.written = True
+        raise self.failure()
+
+    async def post_async(self, request: Request) -> Response:
+        return self.post(request)
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+#: What a transport may raise after it wrote a request, each saying nothing was delivered.
+AFTER_WRITING = [
+    pytest.param(lambda: ConnectError("says nothing was sent"), id="connect-error"),
+    pytest.param(
+        lambda: TransportError("says nothing was sent", maybe_delivered=False), id="transport"
+    ),
+    pytest.param(lambda: DocumentError("a document failed mid-body"), id="document-error"),
+    pytest.param(lambda: ProtocolError("garbled"), id="protocol-error"),
+]
+
+
+@pytest.mark.parametrize("failure", AFTER_WRITING)
+def test_a_written_request_may_have_been_delivered_whatever_the_error_says(
+    face: Face, failure: Callable[[], FaxWSError]
+) -> None:
+    """Safety is decided by the fact (a byte was written), not by the error's word: the call
+    says maybe_delivered and a SendFax is not sent again."""
+    transport = _WritesThenFails(failure)
+    client = mock_client(face, transport, retry_backoff=0)
+    with pytest.raises(FaxWSError) as info:
+        client.send_fax(["+1 555 0100"], [PDF])
+    assert info.value.maybe_delivered is True
+    assert transport.posted == 1
+
+
+@pytest.mark.parametrize("failure", AFTER_WRITING)
+def test_a_written_request_may_have_been_delivered_in_zeep_too(
+    failure: Callable[[], FaxWSError],
+) -> None:
+    from conftest import ZEEP_RECIPIENT
+    from faxws.zeep import make_client
+
+    transport = _WritesThenFails(failure)
+    options = ClientOptions(transport=transport, retry_backoff=0)
+    client = make_client("https://fax.example.com", user_id="u", pin="4321", options=options)
+    file = {"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF"}
+    with pytest.raises(FaxWSError) as info:
+        client.service.SendFax(Recipients={"item": [ZEEP_RECIPIENT]}, FaxJobFiles={"item": [file]})
+    assert info.value.maybe_delivered is True
+    assert transport.posted == 1
+
+
+def test_requests_and_responses_show_no_secret() -> None:
+    request = Request(
+        "https://fax.example.com/fax/v5",
+        {"Authorization": "Bearer TOKEN-SECRET"},
+        b"<strPIN>PIN-SECRET</strPIN>",
+        27,
+        "rid",
+    )
+    response = Response(500, {"X": "y"}, b"<faultstring>PIN-SECRET</faultstring>")
+    for shown in (repr(request), repr(response), str(request), str(response)):
+        assert "SECRET" not in shown
+    assert repr(request) == (
+        "Request(url='https://fax.example.com/fax/v5', request_id='rid', size=27, written=False)"
+    )

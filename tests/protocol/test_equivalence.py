@@ -638,3 +638,57 @@ def test_many_job_ids_are_read_alike_by_the_list_reader(nodes: tuple[Any, ...]) 
         assert outcome() == fast
     finally:
         reader._list = one_pass
+
+
+class _Translates(str):
+    """Its own translate() does not escape: it writes other markup."""
+
+    def translate(self, table: Any) -> str:
+        return "x</RecipName><Injected>1</Injected><RecipName>y"
+
+
+class _ClaimsStr(str):
+    """Claims to be exactly a str, and formats as markup."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return str
+
+    def __format__(self, spec: str) -> str:
+        return "</JobId><Injected/><JobId>"
+
+    def __str__(self) -> str:
+        return "</JobId><Injected/><JobId>"
+
+
+class _OwnInt(int):
+    """Claims to be an int, and says another number when asked."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return int
+
+    def __int__(self) -> int:
+        return 2**40
+
+    def __format__(self, spec: str) -> str:
+        return "<Injected/>"
+
+
+@pytest.mark.parametrize("text", ["Tom & Jerry", "Tom and Jerry"])
+@pytest.mark.parametrize("kind", [_Translates, _ClaimsStr])
+def test_a_str_subclass_is_written_as_the_characters_it_holds(kind: type[str], text: str) -> None:
+    """Whatever a subclass does with translate(), __class__, format() or str(), both writers
+    write the characters it holds, escaped, and the request stays valid."""
+    many = [("+1 555 0100", "", "", kind(text), "")] * 3
+    plain = [("+1 555 0100", "", "", text, "")] * 3
+    for by_rows in (True, False):
+        assert _rows_written(many, by_rows=by_rows) == _rows_written(plain, by_rows=by_rows)
+    report = b"".join(envelope(_report(job_id=kind(text))))
+    assert report == b"".join(envelope(_report(job_id=text)))
+    assert validate(report) == []
+
+
+def test_an_int_subclass_is_written_as_the_number_it_holds() -> None:
+    body = b"".join(envelope(_report(recipient_type=_OwnInt(3))))
+    assert body == b"".join(envelope(_report(recipient_type=3)))

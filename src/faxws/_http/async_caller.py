@@ -36,7 +36,7 @@ from faxws._protocol.soap import request_headers
 from faxws._protocol.writer import Body, OpenBody
 from faxws._version import __version__
 from faxws.auth import Credentials
-from faxws.errors import BadInputError, TransportError
+from faxws.errors import BadInputError, FaxWSError
 
 __all__ = ["AsyncCaller"]
 
@@ -233,8 +233,8 @@ class AsyncCaller:
                 )
                 try:
                     raw = await self.transport.post_async(request)
-                except TransportError as exc:
-                    delay = attempts.after_error(rid, exc)
+                except FaxWSError as exc:
+                    delay = attempts.after_error(rid, exc, written=request.written)
                     if delay is None:
                         raise
                     await self.wait(delay)

@@ -113,6 +113,15 @@ class ClientOptions:
         ):
             raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
         checked_proxies = check_proxies("proxies", proxies)
+        if not isinstance(allow_insecure_http, bool):
+            raise BadInputError(
+                "allow_insecure_http",
+                f"must be True or False, not {type(allow_insecure_http).__name__}",
+            )
+        if isinstance(transport, type):
+            raise BadInputError(
+                "transport", f"must be a transport object, not the class {transport.__name__}"
+            )
         if retry_random is not None and not callable(retry_random):
             raise BadInputError(
                 "retry_random", "must be None or a function returning a number from 0 to 1"

@@ -106,6 +106,14 @@ class Response:
     content: bytes
     elapsed: float = 0.0
 
+    def __repr__(self) -> str:
+        # An answer may echo a secret back: its body is not shown.
+        return (
+            f"Response(status={self.status}, "
+            f"headers={sorted(self.headers) if isinstance(self.headers, Mapping) else '?'}, "
+            f"content=<{len(self.content)} bytes>, elapsed={self.elapsed})"
+        )
+
 
 @dataclass(eq=False, slots=True)
 class Request:
@@ -134,6 +142,13 @@ class Request:
     size: int
     request_id: str
     written: bool = False
+
+    def __repr__(self) -> str:
+        # The headers carry the token and the body the PIN: neither is shown.
+        return (
+            f"Request(url={self.url!r}, request_id={self.request_id!r}, size={self.size}, "
+            f"written={self.written})"
+        )
 
 
 class SyncTransport(Protocol):
@@ -231,6 +246,14 @@ def check_proxies(field: str, proxies: object) -> dict[str, str]:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadInputError(
                 f"{field}[{key!r}]", "must be an http:// or https:// proxy URL with a host"
+            )
+        if parts.path.strip("/") or parts.query or parts.fragment or "#" in url:
+            # A password holding "/", "?" or "#" unencoded ends the host early: the rest
+            # would be taken for a path, and the password shown where URLs are.
+            raise BadInputError(
+                f"{field}[{key!r}]",
+                "must be scheme://[user:password@]host[:port] with nothing after the host "
+                "(percent-encode / ? # @ in a password)",
             )
         out[key] = url
     return out
@@ -496,7 +519,8 @@ def retry_after(
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(min(int(value), cap))  # an int of any length compares with the cap
+        # Past 15 digits it is more than the cap anyway (and int() refuses 4,300 or more).
+        return float(min(int(value[-15:]) if len(value.lstrip("0")) <= 15 else cap, cap))
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -559,11 +583,19 @@ class Attempts:
             self.attempt + 1,
         )
 
-    def after_error(self, rid: str, exc: TransportError) -> float | None:
-        """Seconds to wait before trying again, or None: raise ``exc``."""
+    def after_error(self, rid: str, exc: FaxWSError, *, written: bool) -> float | None:
+        """Seconds to wait before trying again, or None: raise ``exc``. ``written``: whether
+        the transport was handed (or wrote) a byte of the request, which decides
+        ``maybe_delivered`` whatever the transport's error says."""
+        if written:
+            exc.maybe_delivered = True
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
         retries = self._options.retries
-        if may_retry(idempotent=self._idempotent, error=exc) and self.attempt < retries:
+        if (
+            isinstance(exc, TransportError)
+            and may_retry(idempotent=self._idempotent, error=exc)
+            and self.attempt < retries
+        ):
             return self._back_off(rid, type(exc).__name__)
         logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
         return None

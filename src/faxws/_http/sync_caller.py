@@ -17,7 +17,7 @@ from faxws._http.sync_transport import HttpTransport
 from faxws._protocol.soap import request_headers
 from faxws._version import __version__
 from faxws.auth import Credentials
-from faxws.errors import BadInputError, TransportError
+from faxws.errors import BadInputError, FaxWSError
 
 __all__ = ["SyncCaller"]
 
@@ -71,8 +71,8 @@ class SyncCaller:
             request = Request(self.url, request_headers(rid, token, soap_action), body, size, rid)
             try:
                 raw = self.transport.post(request)
-            except TransportError as exc:
-                delay = attempts.after_error(rid, exc)
+            except FaxWSError as exc:
+                delay = attempts.after_error(rid, exc, written=request.written)
                 if delay is None:
                     raise
                 self.wait(delay)

@@ -122,7 +122,7 @@ class _Writer:
 
     def values(self, item: Any) -> tuple[Any, ...]:
         """The field values of an instance, or of a tuple of them; anything else is refused."""
-        if item.__class__ is tuple:
+        if type(item) is tuple:
             if len(item) != len(self._steps):
                 raise _RefusedError(
                     "",
@@ -143,7 +143,7 @@ class _Writer:
         cls, get = self._cls, self._get
         rows = []
         for item in items:
-            if item.__class__ is tuple:
+            if type(item) is tuple:
                 rows.append(item)
             elif isinstance(item, cls):
                 rows.append(get(item))
@@ -154,7 +154,8 @@ class _Writer:
         except TypeError:
             return False
         if "&" in flat or "<" in flat or ">" in flat:
-            rows = [tuple(v.translate(_ESCAPES) for v in row) for row in rows]
+            # str's own translate: a subclass's may not escape, or may write other text.
+            rows = [tuple([str.translate(v, _ESCAPES) for v in row]) for row in rows]
         write = self._texts.get(open_)
         if write is None:
             write = self._texts.setdefault(open_, _texts_writer(self._text_tags, open_, close))
@@ -190,7 +191,7 @@ class _Writer:
                 items = (value,)
             if kind == _TEXT:
                 for item in items:
-                    if item.__class__ is not str:
+                    if type(item) is not str:
                         if not isinstance(item, str):
                             raise _RefusedError(
                                 _at(f, items, item), f"must be a str, not {type(item).__name__}"
@@ -221,18 +222,19 @@ class _Writer:
             elif kind == _INT:
                 low_value, high_value = _RANGES[f.xsd_type]
                 for item in items:
-                    if item.__class__ is not int and (
+                    if type(item) is not int and (
                         isinstance(item, bool) or not isinstance(item, int)
                     ):
                         raise _RefusedError(
                             _at(f, items, item), f"must be an int, not {type(item).__name__}"
                         )
-                    if not low_value <= item <= high_value:
+                    number = int.__int__(item)  # its value, whatever a subclass says
+                    if not low_value <= number <= high_value:
                         raise _RefusedError(
                             _at(f, items, item),
-                            f"{item} is outside {low_value}..{high_value} (xs:{f.xsd_type})",
+                            f"{number} is outside {low_value}..{high_value} (xs:{f.xsd_type})",
                         )
-                    ap(f"{open_}{int(item)}{close}")
+                    ap(f"{open_}{number}{close}")
             elif kind == _BOOL:
                 for item in items:
                     if not isinstance(item, bool):
@@ -290,7 +292,7 @@ def _texts_writer(
         f"{{f'{tag}{{{name}}}{end}' if {name} else '{empty}'}}"
         for (tag, end, empty), name in zip(tags, names, strict=True)
     )
-    exact = " or ".join(f"{name}.__class__ is not str" for name in names)
+    exact = " or ".join(f"type({name}) is not str" for name in names)
     source = (
         "def write(rows):\n"
         "    out = []\n"
