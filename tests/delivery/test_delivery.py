@@ -566,6 +566,35 @@ def test_a_proxy_refusing_connect_is_not_delivered_and_retried(
     assert target.connections == 0
 
 
+@pytest.mark.parametrize(
+    "reason",
+    [b"pxuser:pX:s3cret!", b"Proxy Auth Basic " + base64.b64encode(b"pxuser:pX:s3cret!")],
+)
+def test_a_proxy_refusing_the_tunnel_is_told_without_its_reason_phrase(
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
+    reason: bytes,
+) -> None:
+    """A proxy's reason phrase may echo the credentials it was sent: only its status is told,
+    in the same words by both clients."""
+
+    def echoing_proxy(conn: Conn) -> None:
+        assert conn.read_head() is not None
+        conn.send(b"HTTP/1.1 407 " + reason + b"\r\nContent-Length: 0\r\n\r\n")
+
+    target = serve(answer_once, tls=server_tls)
+    proxy = serve(echoing_proxy)
+    url = proxy.url().replace("://", "://pxuser:pX%3As3cret%21@")
+    client = client_for(target, ca_file, face, proxies={"https": url})
+    with pytest.raises(ConnectError) as info:
+        send(client)
+    assert "the proxy refused the tunnel (HTTP 407)" in str(info.value)
+    assert "s3cret" not in str(info.value)
+    assert base64.b64encode(b"pxuser:pX").decode() not in str(info.value)
+
+
 def test_a_tunnel_through_a_proxy_is_recorded_from_the_request_on(
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,

@@ -431,3 +431,57 @@ def test_requests_and_responses_show_no_secret() -> None:
     assert repr(request) == (
         "Request(url='https://fax.example.com/fax/v5', request_id='rid', size=27, written=False)"
     )
+
+
+class _Answers:
+    """A transport of the caller's that writes the request and hands back ``answer``."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+        self.posted = 0
+
+    def post(self, request: Request) -> Any:
+        self.posted += 1
+        request.written = True
+        return self.answer
+
+    async def post_async(self, request: Request) -> Any:
+        return self.post(request)
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+ODD_ANSWERS = [
+    pytest.param(Response(200.7, {}, b""), id="float-status"),  # type: ignore[arg-type]
+    pytest.param(Response(True, {}, b""), id="bool-status"),  # type: ignore[arg-type]
+    pytest.param(Response("200", {}, b""), id="str-status"),  # type: ignore[arg-type]
+    pytest.param(Response(42, {}, b""), id="no-http-status"),
+    pytest.param(Response(200, None, b""), id="no-headers"),  # type: ignore[arg-type]
+    pytest.param(Response(200, {}, None), id="no-content"),  # type: ignore[arg-type]
+    pytest.param(Response(200, {}, "text"), id="str-content"),  # type: ignore[arg-type]
+    pytest.param(None, id="none"),
+    pytest.param((200, {}, b""), id="tuple"),
+]
+
+
+@pytest.mark.parametrize("answer", ODD_ANSWERS)
+def test_an_answer_that_is_not_a_response_is_a_protocol_error(face: Face, answer: object) -> None:
+    transport = _Answers(answer)
+    client = mock_client(face, transport, retry_backoff=0)
+    with pytest.raises(ProtocolError) as info:
+        client.send_fax(["+1 555 0100"], [PDF], request_id="rid-odd")
+    assert info.value.maybe_delivered is True
+    assert info.value.request_id == "rid-odd"
+    assert transport.posted == 1
+    repr(answer)  # a Response shows what it holds, whatever it holds
+
+
+def test_headers_in_a_plain_dict_are_read_in_any_case(face: Face) -> None:
+    headers = {"X-CH-ACTIVITY-ID": "act-1"}
+    transport = _Answers(Response(200, headers, send_response(["J1"])))
+    result = mock_client(face, transport).send_fax(["+1 555 0100"], [PDF])
+    assert result.activity_id == "act-1"

@@ -113,6 +113,8 @@ def test_a_document_comes_back_byte_for_byte(faxws_simulator: FaxWSSimulator) ->
         ("/api/jobs?min=1&timeout=301", 400, "timeout must be from 0 to 300 seconds"),
         ("/api/jobs?limit=0", 400, "limit must be from 1 to 100000"),
         ("/api/requests?limit=many", 400, "limit must be a whole number"),
+        ("/api/jobs?limit=1_0", 400, "limit must be a whole number"),
+        ("/api/jobs?limit=%D9%A3", 400, "limit must be a whole number"),
     ],
 )
 def test_bad_lookups_get_a_json_error_naming_the_problem(

@@ -241,7 +241,7 @@ class AsyncCaller:
                     continue
                 finally:
                     written = written or request.written
-                attempts.answered(rid, raw)
+                raw = attempts.answered(rid, raw)
                 if (
                     attempts.wants_refresh(raw, self.credentials.refreshable)
                     and await self.credentials.refresh_async()

@@ -111,7 +111,8 @@ class Response:
         return (
             f"Response(status={self.status}, "
             f"headers={sorted(self.headers) if isinstance(self.headers, Mapping) else '?'}, "
-            f"content=<{len(self.content)} bytes>, elapsed={self.elapsed})"
+            f"content=<{len(self.content) if isinstance(self.content, bytes) else '?'} bytes>, "
+            f"elapsed={self.elapsed})"
         )
 
 
@@ -600,9 +601,27 @@ class Attempts:
         logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
         return None
 
-    def answered(self, rid: str, raw: Response) -> None:
-        """An answer came: refused when it is over the size limit (faxws's own transports
-        stop reading before; another may not)."""
+    def answered(self, rid: str, raw: object) -> Response:
+        """An answer came, as the transport handed it: refused unless it is a Response of an
+        HTTP status, a mapping of headers and bytes, and when it is over the size limit
+        (faxws's own transports stop reading before; another may not). Headers in a plain
+        dict are made to be looked up in any case, as every HTTP stack's are."""
+        if not (
+            isinstance(raw, Response)
+            and type(raw.status) is int
+            and 100 <= raw.status <= 599
+            and isinstance(raw.headers, Mapping)
+            and isinstance(raw.content, bytes)
+        ):
+            raise ProtocolError(
+                "the transport's answer is not a Response of an HTTP status (100-599), a "
+                f"mapping of headers and bytes: {type(raw).__name__}",
+                request_id=rid,
+            )
+        if type(raw.headers) is dict:
+            from requests.structures import CaseInsensitiveDict
+
+            raw = Response(raw.status, CaseInsensitiveDict(raw.headers), raw.content, raw.elapsed)
         limit = self._options.max_response_bytes
         if len(raw.content) > limit:
             BodyLimit(limit, raw.status, request_id=rid).add(raw.content)
@@ -617,6 +636,7 @@ class Attempts:
                 raw.elapsed,
                 None if activity is None else self._redact(activity),
             )
+        return raw
 
     def wants_refresh(self, raw: Response, refreshable: bool) -> bool:
         """After a 401, once per call, when a token provider can be asked again."""

@@ -77,7 +77,7 @@ class SyncCaller:
                     raise
                 self.wait(delay)
                 continue
-            attempts.answered(rid, raw)
+            raw = attempts.answered(rid, raw)
             if attempts.wants_refresh(raw, credentials.refreshable) and credentials.refresh():
                 continue
             delay = attempts.after_answer(rid, raw)

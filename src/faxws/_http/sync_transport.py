@@ -22,6 +22,7 @@ import contextlib
 import http.client
 import io
 import queue
+import re
 import socket
 import ssl
 import struct
@@ -517,6 +518,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return causes(exc, _wrapped)
 
 
+_TUNNEL = re.compile(r"Tunnel connection failed: ([0-9]{3})")
+
+
 def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
     """The root cause in a few words ("Connection refused"), not urllib3's long wrapper text."""
     chain = _chain(exc)
@@ -528,6 +532,10 @@ def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text)
             return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
         if isinstance(e, socket.gaierror):
             return f"cannot resolve the host name ({e.strerror})"
+        tunnel = _TUNNEL.match(str(e)) if type(e) is OSError else None
+        if tunnel is not None:
+            # http.client quotes the proxy's reason phrase, which may echo its credentials.
+            return f"the proxy refused the tunnel (HTTP {tunnel.group(1)})"
         if isinstance(e, OSError) and e.strerror:
             return e.strerror
         if isinstance(e, http.client.RemoteDisconnected):

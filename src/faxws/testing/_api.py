@@ -248,10 +248,11 @@ def _int(params: dict[str, str], name: str, default: int, low: int, high: int) -
     text = params.get(name)
     if text is None:
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise _ApiError(400, f"{name} must be a whole number") from None
+    # ASCII digits only: int() also takes "1_0", " 3" and other scripts' digits.
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 9:
+        raise _ApiError(400, f"{name} must be a whole number")
+    value = int(text)
     if not low <= value <= high:
         raise _ApiError(400, f"{name} must be from {low} to {high}")
     return value
