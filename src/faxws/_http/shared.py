@@ -520,8 +520,9 @@ def retry_after(
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        # Past 15 digits it is more than the cap anyway (and int() refuses 4,300 or more).
-        return float(min(int(value[-15:]) if len(value.lstrip("0")) <= 15 else cap, cap))
+        digits = value.lstrip("0") or "0"
+        # Past 15 digits it is more than any cap (and int() refuses 4,300 digits or more).
+        return float(min(int(digits), cap)) if len(digits) <= 15 else cap
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError, OverflowError):
