@@ -47,7 +47,15 @@ def test_generation_is_deterministic() -> None:
 
 def test_operations_and_orders_come_from_the_wsdl() -> None:
     ops = bindings.OPERATIONS
-    assert list(ops) == ["SendFax", "GetFaxBroadcastReport"]
+    assert list(ops) == [
+        "SendFax",
+        "GetFaxBroadcastReport",
+        "SendFaxEx",
+        "SimpleGetFaxStatus",
+        "GetFaxStatus",
+        "GetRealTimeFaxStatusEx2",
+        "CancelFax",
+    ]
     assert ops["SendFax"].output is bindings.FaxSendResponse
     assert all(op.soap_action == "" for op in ops.values())
     names = [f.name for f in bindings.GetFaxBroadcastReport.__xml__.fields]

@@ -118,7 +118,7 @@ def test_int_out_of_range() -> None:
 @pytest.mark.parametrize(
     ("doc", "path", "words"),
     [
-        (b'<CancelFax xmlns="urn:FaxWS"/>', "/CancelFax", "unknown root element"),
+        (b'<GetFaxCoverList xmlns="urn:FaxWS"/>', "/GetFaxCoverList", "unknown root element"),
         (b'<SendFax xmlns="urn:Other"/>', "/SendFax", "is in namespace 'urn:Other'"),
         (b"<SendFax/>", "/SendFax", "is in no namespace"),
         (
