@@ -9,8 +9,17 @@ final, as the vendor's public clients treat it.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
+from datetime import datetime
 
-__all__ = ["JobStatus", "job_status"]
+__all__ = [
+    "CancelResult",
+    "FaxStatus",
+    "JobStatus",
+    "RealTimeFaxStatus",
+    "ReferenceStatus",
+    "job_status",
+]
 
 
 class JobStatus(enum.IntEnum):
@@ -32,3 +41,67 @@ def job_status(status_id: int) -> JobStatus | None:
         return JobStatus(status_id)
     except ValueError:
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class FaxStatus:
+    """One job's status, as GetFaxStatus reports it."""
+
+    job_id: str
+    status_id: int
+    """The number the service sent (see :class:`JobStatus`)."""
+    status: JobStatus | None
+    """The documented meaning of ``status_id``, or None for another value."""
+    description: str
+    """The status in the service's words."""
+    error_code: int = 0
+    """The item's own error code: 0 when the job was found (-5019: unknown job id)."""
+    error_string: str = ""
+
+    @property
+    def final(self) -> bool:
+        """True once the job has ended; an unknown status id is not final."""
+        return self.status is not None and self.status.final
+
+
+@dataclass(frozen=True, slots=True)
+class RealTimeFaxStatus(FaxStatus):
+    """One job's status with its delivery progress, as GetRealTimeFaxStatusEx2 reports it."""
+
+    recipient_state: int = 0
+    """The service's state of the delivery to the recipient (values not published)."""
+    pages_sent: int = 0
+    pages_total: int = 0
+    delivered_at: datetime | None = None
+    """When the fax was delivered; None before, or when the service's text is not a date
+    and time with an offset (the text is kept in ``delivered_at_text``)."""
+    delivered_at_text: str = ""
+    duration_seconds: int = 0
+    """Duration of the delivering call."""
+    remote_csid: str = ""
+    """Identification the receiving machine gave."""
+    reference_id: str = ""
+    """The ReferenceId the job was sent with."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceStatus:
+    """The status SimpleGetFaxStatus gives for ``JRI-<reference_id>``.
+
+    ``found`` False (the service's -5019) right after a send whose answer was lost does not
+    prove that nothing was sent: the vendor does not say how soon a job becomes visible.
+    """
+
+    reference_id: str
+    found: bool
+    status_id: int
+    status: JobStatus | None
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """The service accepted a request to cancel a job (it may still end otherwise)."""
+
+    job_id: str
+    request_id: str
+    activity_id: str | None = None
