@@ -15,6 +15,12 @@ __all__ = [
     "MAX_EXPIRY",
     "MAX_SCHEDULE_AHEAD",
     "NOTIFY_TYPES",
+    "RECIPIENT_DELIVERED",
+    "RECIPIENT_DIALING",
+    "RECIPIENT_FAILED",
+    "RECIPIENT_QUEUED",
+    "RECIPIENT_RETRY_WAIT",
+    "RECIPIENT_SENDING",
     "REFERENCE_PREFIX",
     "SCHEDULE_AT",
     "SCHEDULE_IMMEDIATE",
@@ -45,6 +51,14 @@ MAX_EXPIRY = DEFAULT_EXPIRY = timedelta(days=2)
 #: apart by the description, so that code treating 1 and 2 as final stops waiting.
 CANCELLED_DESCRIPTION = "Cancelled"
 EXPIRED_DESCRIPTION = "Expired"
+
+#: RecipientState (values not published): the simulator's numbering.
+RECIPIENT_QUEUED = 0
+RECIPIENT_DIALING = 1
+RECIPIENT_SENDING = 2
+RECIPIENT_RETRY_WAIT = 3
+RECIPIENT_DELIVERED = 4
+RECIPIENT_FAILED = 5
 
 #: Job ids per status call (not published; the vendor's clients send lists of this order).
 STATUS_BATCH_SIZE = 100

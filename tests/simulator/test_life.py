@@ -1,0 +1,121 @@
+"""A simulated fax's life: a pure function of its plan and the simulated time since
+submission (default timing: queue 2 s, dial 5 s, 10 s a page, 3 attempts 5 minutes apart)."""
+
+from __future__ import annotations
+
+import pytest
+
+from faxws._protocol import assumptions as vendor
+from faxws.status import JobStatus
+from faxws.testing._life import OUTCOMES, TEST_NUMBERS, Plan, Timing, plan_for_number, state_at
+
+T = Timing()
+
+
+def test_an_ordinary_number_is_queued_dialed_sent_page_by_page_and_delivered() -> None:
+    plan = plan_for_number("+1 555 0100")
+    assert plan == Plan("delivered")
+    seen = [(t, state_at(plan, 2, t, fax_number="+1 555 0100")) for t in (0, 3, 8, 17, 26.9, 27)]
+    assert [(s.status, s.recipient_state, s.pages_sent) for _, s in seen] == [
+        (JobStatus.IN_PROGRESS, vendor.RECIPIENT_QUEUED, 0),
+        (JobStatus.IN_PROGRESS, vendor.RECIPIENT_DIALING, 0),
+        (JobStatus.IN_PROGRESS, vendor.RECIPIENT_SENDING, 0),
+        (JobStatus.IN_PROGRESS, vendor.RECIPIENT_SENDING, 1),
+        (JobStatus.IN_PROGRESS, vendor.RECIPIENT_SENDING, 1),
+        (JobStatus.SUCCEEDED, vendor.RECIPIENT_DELIVERED, 2),
+    ]
+    done = seen[-1][1]
+    assert (done.ended_after, done.duration, done.attempts) == (27, 25, 1)
+    assert done.remote_csid == "+15550100"
+    assert state_at(plan, 2, 10_000) == state_at(plan, 2, 27)
+
+
+@pytest.mark.parametrize(
+    ("number", "description", "attempts", "ended_after"),
+    [
+        ("+1 500 555 0001", "Failed: the line was busy", 3, 2 + 5 + 300 + 5 + 300 + 5),
+        ("+1 500 555 0002", "Failed: no answer", 3, 2 + 35 + 300 + 35 + 300 + 35),
+        ("+1 500 555 0004", "Failed: the call dropped during transmission", 3, 2 + 3 * 20 + 600),
+        ("+1 500 555 0006", "Failed: the number is not a fax machine", 1, 2 + 5),
+    ],
+)
+def test_failing_numbers_fail_after_their_attempts(
+    number: str, description: str, attempts: int, ended_after: float
+) -> None:
+    life = state_at(plan_for_number(number), 3, 100_000)
+    assert (life.status, life.description, life.attempts) == (
+        JobStatus.FAILED,
+        description,
+        attempts,
+    )
+    assert life.ended_after == ended_after
+    assert life.recipient_state == vendor.RECIPIENT_FAILED
+    assert state_at(plan_for_number(number), 3, ended_after - 0.001).status is JobStatus.IN_PROGRESS
+
+
+def test_a_busy_line_is_retried_after_the_interval_and_then_delivered() -> None:
+    plan = plan_for_number("+1-500-555-0003")
+    waiting = state_at(plan, 1, 100)
+    assert (waiting.status, waiting.recipient_state, waiting.attempts) == (
+        JobStatus.IN_PROGRESS,
+        vendor.RECIPIENT_RETRY_WAIT,
+        1,
+    )
+    done = state_at(plan, 1, 1000)
+    assert (done.status, done.attempts, done.ended_after) == (
+        JobStatus.SUCCEEDED,
+        2,
+        2 + 5 + 300 + 5 + 10,
+    )
+
+
+def test_a_dropped_call_reports_the_pages_that_went_through() -> None:
+    life = state_at(Plan("fails-after-pages", pages_before_failure=2), 5, 100_000)
+    assert (life.status, life.pages_sent, life.pages_total) == (JobStatus.FAILED, 2, 5)
+    assert state_at(Plan("fails-after-pages", 9), 5, 100_000).status is JobStatus.SUCCEEDED
+
+
+def test_a_slow_line_takes_ten_times_as_long_per_page() -> None:
+    plan = plan_for_number("15005550005")
+    assert state_at(plan, 1, 106).status is JobStatus.IN_PROGRESS
+    assert state_at(plan, 1, 107).ended_after == 107
+
+
+def test_a_job_that_never_ends_expires_two_days_after_its_start() -> None:
+    plan = plan_for_number("+15005550007")
+    two_days = vendor.DEFAULT_EXPIRY.total_seconds()
+    assert state_at(plan, 1, two_days - 1).recipient_state == vendor.RECIPIENT_DIALING
+    life = state_at(plan, 1, two_days + 59, start_after=60)
+    assert (life.status, life.description) == (JobStatus.IN_PROGRESS, "In progress: dialing")
+    life = state_at(plan, 1, two_days + 60, start_after=60)
+    assert (life.status, life.description) == (JobStatus.FAILED, vendor.EXPIRED_DESCRIPTION)
+    early = state_at(plan, 1, 500, expires_after=400)
+    assert (early.status, early.description, early.ended_after) == (
+        JobStatus.FAILED,
+        vendor.EXPIRED_DESCRIPTION,
+        400,
+    )
+
+
+def test_a_scheduled_job_waits_for_its_start() -> None:
+    life = state_at(Plan(), 1, 3599, start_after=3600)
+    assert (life.recipient_state, life.attempts) == (vendor.RECIPIENT_QUEUED, 0)
+    assert state_at(Plan(), 1, 10_000, start_after=3600).ended_after == 3600 + 2 + 15
+
+
+def test_a_cancel_ends_a_job_in_progress_but_not_one_that_ended() -> None:
+    cancelled = state_at(Plan(), 3, 1000, cancelled_after=10)
+    assert (cancelled.status, cancelled.description, cancelled.ended_after) == (
+        JobStatus.FAILED,
+        vendor.CANCELLED_DESCRIPTION,
+        10,
+    )
+    assert state_at(Plan(), 3, 9, cancelled_after=10).status is JobStatus.IN_PROGRESS
+    late = state_at(Plan(), 1, 1000, cancelled_after=500)
+    assert late.status is JobStatus.SUCCEEDED
+
+
+def test_every_outcome_ends_by_the_expiry_and_every_test_number_plans_one() -> None:
+    assert set(TEST_NUMBERS.values()) <= set(OUTCOMES)
+    for outcome in OUTCOMES:
+        assert state_at(Plan(outcome), 2, 10**9, timing=T).status is not JobStatus.IN_PROGRESS
