@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from faxws._protocol.reader import read_payload
+from faxws._protocol.reader import read_payload, soap_payload
 from faxws._protocol.request_reader import RequestReader
 from faxws._protocol.writer import document, envelope
 from faxws.bindings import (
@@ -385,9 +385,10 @@ def test_a_parsed_request_is_freed_without_the_garbage_collector(tmp_path: objec
     gc.collect()
     gc.disable()
     try:
-        received = Received(tmp_path, stream=False)  # type: ignore[arg-type]
-        received.parse(body)
-        assert received.envelope is not None
+        received = Received(tmp_path)  # type: ignore[arg-type]
+        received.feed(body)
+        received.close()
+        assert received.root is not None
         assert received.operation == "GetFaxBroadcastReport"
         gone = weakref.ref(received)
         del received
@@ -397,11 +398,11 @@ def test_a_parsed_request_is_freed_without_the_garbage_collector(tmp_path: objec
 
 
 def test_a_report_request_is_read_as_it_is_sent() -> None:
-    reader_ = RequestReader(lambda item: None, stream=False)  # type: ignore[arg-type,return-value]
-    reader_.parse(REPORT)
-    assert reader_.envelope is not None
-    assert reader_.envelope.payload is not None
-    sent = read_payload(reader_.envelope.payload, OPERATIONS["GetFaxBroadcastReport"].input)
+    reader_ = RequestReader(lambda item: None)  # type: ignore[arg-type,return-value]
+    reader_.feed(REPORT)
+    reader_.close()
+    assert reader_.root is not None
+    sent = read_payload(soap_payload(reader_.root), OPERATIONS["GetFaxBroadcastReport"].input)
     assert sent == GetFaxBroadcastReport(DEMO_USER_ID, DEMO_PIN, "J1", 0, "")
 
 

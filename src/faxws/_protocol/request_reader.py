@@ -1,10 +1,10 @@
 """Reading a request as the service reads it: the server's half of the wire, with no I/O.
 
-A body is fed in chunks, or given whole when it is small. The tree is built without the
-documents' base64 text: each ``FileData`` is decoded as it arrives and handed to a writer the
-caller supplies (the simulator's spool), so a large request is never held whole. The parse
-has the hardening of :mod:`faxws._protocol.safexml` (no DTD, entities or network access), and bounds
-of its own that stop junk from building a large tree. What is wrong with a request ends up in
+A body is fed in chunks of any size. The tree is built without the documents' base64 text:
+each ``FileData`` is decoded as it arrives and handed to a sink the caller supplies (the
+simulator's spool), so a large request is never held whole. The parse has the hardening of
+:mod:`faxws._protocol.safexml` (no DTD, entities or network access), and bounds of its own that
+stop junk from building a large tree. What is wrong with a request ends up in
 :attr:`RequestReader.refusal`; nothing here raises to the caller.
 """
 
@@ -15,7 +15,7 @@ import codecs
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from lxml import etree
 
@@ -29,7 +29,6 @@ __all__ = [
     "MAX_TEXT",
     "Base64Decoder",
     "DocumentSink",
-    "Envelope",
     "Refusal",
     "RequestReader",
     "deviations",
@@ -55,18 +54,13 @@ _FILE_DATA = (
     f"{{{NAMESPACE}}}item",
     f"{{{NAMESPACE}}}FileData",
 )
-_ITEMS = "/".join(_FILE_DATA[1:5])  # from the Envelope down to each file item
 _HEADER = f"{{{SOAP11_NS}}}Header"
 _PARTS = frozenset({ENVELOPE, _HEADER, BODY})
-_CONTRACT_DECLARATION = b'<?xml version="1.0" encoding="utf-8"?>'
 _CONTRACT_PREFIXES = frozenset({"soap"})  # of the envelope's own elements
 # Each operation's payload element by its full tag.
 _OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
 _PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
 _DECLARATION = re.compile(rb"""<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-
-#: Where decoded bytes go.
-Writer = Callable[[bytes], None]
 
 
 class DocumentSink(Protocol):
@@ -98,7 +92,7 @@ class Base64Decoder:
     _FLUSH = 256 * 1024  # characters gathered before decoding
     _SPACE = re.compile(r"[ \t\r\n]+")
 
-    def __init__(self, where: str, out: Writer) -> None:
+    def __init__(self, where: str, out: Callable[[bytes], None]) -> None:
         self._where = where
         self._out = out
         self._pending: list[str] = []
@@ -156,20 +150,6 @@ def sniff_operation(body: bytes) -> str | None:
     return None
 
 
-class _Document:
-    """One FileData: its text decoded into its sink, which is closed when it ends, so that
-    a request never holds more than one document open."""
-
-    def __init__(self, where: str, sink: DocumentSink) -> None:
-        self._sink = sink
-        self._decoder = Base64Decoder(where, sink.write)
-        self.write = self._decoder.write
-
-    def finish(self) -> None:
-        self._decoder.finish()
-        self._sink.close()
-
-
 _UTF32_SPACES = {
     codecs.BOM_UTF32_LE: {c.encode("utf-32-le") for c in " \t\r\n"},
     codecs.BOM_UTF32_BE: {c.encode("utf-32-be") for c in " \t\r\n"},
@@ -193,18 +173,20 @@ def _without_utf32_bom(data: bytes, *, final: bool) -> bytes | None:
 
 
 class _Target:
-    """lxml parser target for a streamed request: builds the tree without the documents'
-    text, refuses DTDs (``doctype`` is called for any DOCTYPE, whatever the document's
-    encoding) and junk beyond the bounds."""
+    """lxml parser target: builds the tree without the documents' text, refuses DTDs
+    (``doctype`` is called for any DOCTYPE, whatever the document's encoding) and junk beyond
+    the bounds."""
 
-    def __init__(self, reader: RequestReader) -> None:
-        self._reader = reader
+    def __init__(self, documents: Callable[[int], DocumentSink]) -> None:
+        self._documents = documents
         self._builder: Any = etree.TreeBuilder()  # the stubs lack start()'s nsmap
         self._stack: list[str] = []
         self._elements = 0
         self._text = 0
         self._items = 0
-        self._document: _Document | None = None
+        # The FileData being read: its decoder and sink. One at a time, each sink closed
+        # when its FileData ends, so that a request never holds more than one open.
+        self._document: tuple[Base64Decoder, DocumentSink] | None = None
         self.operation: str | None = None
         self.refusal: Refusal | None = None
 
@@ -234,22 +216,28 @@ class _Target:
         if depth == 5 and tuple(self._stack) == _FILE_DATA[:5]:
             self._items += 1
         elif depth == 6 and tuple(self._stack) == _FILE_DATA:
-            self._document = self._guard(self._reader._decoder, self._items)
+            self._guard(self._open_document)
         # lxml hands the default namespace's prefix over as "", TreeBuilder wants None.
         prefixes = {k or None: v for k, v in nsmap.items()} if nsmap else None
         self._builder.start(tag, dict(attrib), prefixes)
 
+    def _open_document(self) -> None:
+        sink = self._documents(self._items)
+        where = f"/SendFax/FaxJobFiles/item[{self._items}]/FileData"
+        self._document = (Base64Decoder(where, sink.write), sink)
+
     def data(self, text: str) -> None:
         if self._document is not None and len(self._stack) == len(_FILE_DATA):
-            self._guard(self._document.write, text)
+            self._guard(self._document[0].write, text)
             return
         self._count_text(len(text))
         self._builder.data(text)
 
     def end(self, tag: str) -> None:
         if self._document is not None and len(self._stack) == len(_FILE_DATA):
-            document, self._document = self._document, None
-            self._guard(document.finish)
+            (decoder, sink), self._document = self._document, None
+            self._guard(decoder.finish)
+            self._guard(sink.close)
         self._stack.pop()
         self._builder.end(tag)
 
@@ -271,122 +259,32 @@ class _Target:
         return root
 
 
-class Envelope:
-    """A SOAP 1.1 envelope's parts, found in one pass over it: the prefixes of its own
-    elements (Envelope, Header, Body), the Header when it is the first element, the first
-    Body, that Body's first element (the payload) and how many elements the Body holds."""
-
-    __slots__ = (
-        "body",
-        "count",
-        "elements",
-        "header",
-        "payload",
-        "payload_tag",
-        "prefixed",
-        "prefixes",
-        "root",
-    )
-
-    def __init__(self, root: etree._Element) -> None:
-        self.root = root
-        prefixes: set[str | None] = {root.prefix}
-        header = body = payload = None
-        count = 0
-        first = True
-        for child in root:
-            tag = child.tag
-            if not isinstance(tag, str):
-                continue  # an entity reference or the like
-            if tag in _PARTS:
-                prefixes.add(child.prefix)
-                if body is None and tag == BODY:
-                    body = child
-            if first:
-                first = False
-                if tag == _HEADER:
-                    header = child
-        payload_tag = None
-        if body is not None:
-            for element in body:
-                tag = element.tag
-                if isinstance(tag, str):
-                    count += 1
-                    if payload is None:
-                        payload, payload_tag = element, tag
-        # The payload's elements, kept while the request is served (their Python objects
-        # are made once, not again by each reader), and the first with a prefix.
-        self.elements: list[etree._Element] = []
-        self.prefixed: etree._Element | None = None
-        self.payload_tag: str | None = payload_tag  # kept: lxml spells it out each time
-        if payload is not None:
-            self.elements = list(payload.iter())
-            for element in self.elements:
-                # The prefix first: it is None for nearly every element, and cheap to ask.
-                if element.prefix is not None and isinstance(element.tag, str):
-                    self.prefixed = element
-                    break
-        self.prefixes = prefixes
-        self.header: etree._Element | None = header
-        self.body: etree._Element | None = body
-        self.payload: etree._Element | None = payload
-        self.count = count
-
-
-def envelope_of(root: etree._Element | None) -> Envelope | None:
-    """The parts of ``root`` when it is a SOAP 1.1 envelope."""
-    return Envelope(root) if root is not None and root.tag == ENVELOPE else None
-
-
 class RequestReader:
-    """One request body, parsed as the service would: :meth:`feed` and :meth:`close` for a
-    streamed body, or :meth:`parse` for a whole one. ``documents(item_number)`` gives the
-    sink for each document's decoded bytes, closed as soon as its FileData ends (it may
-    raise OSError: a server-side refusal). Both ways apply the same bounds and refusals.
+    """One request body, fed in chunks (:meth:`feed`, then :meth:`close`) and parsed as the
+    service would. ``documents(item_number)`` gives the sink for each document's decoded
+    bytes, closed as soon as its FileData ends (it may raise OSError: a server-side refusal).
 
-    Afterwards :attr:`root` is the tree (each ``FileData`` empty), with :attr:`envelope`
-    its parts when it is a SOAP 1.1 envelope, or :attr:`refusal` says why there is none."""
+    Afterwards :attr:`root` is the tree (each ``FileData`` empty), or :attr:`refusal` says
+    why there is none."""
 
-    __slots__ = (
-        "_documents",
-        "_parser",
-        "_start",
-        "_target",
-        "envelope",
-        "prolog",
-        "refusal",
-        "root",
-    )
+    __slots__ = ("_parser", "_start", "_target", "prolog", "refusal", "root")
 
-    def __init__(self, documents: Callable[[int], DocumentSink], *, stream: bool) -> None:
-        self._documents = documents
+    def __init__(self, documents: Callable[[int], DocumentSink]) -> None:
         self.root: etree._Element | None = None
-        self.envelope: Envelope | None = None
         self.refusal: Refusal | None = None
-        self._target: _Target | None = None
-        self._parser: etree.XMLParser | None = None
+        self._target = _Target(documents)
+        self._parser: etree.XMLParser | None = _safexml.push_parser(self._target)
         self._start: bytes | None = b""
         #: The body's first bytes, for :func:`deviations` (its XML declaration).
         self.prolog = b""
-        if stream:
-            self._target = _Target(self)
-            self._parser = _safexml.push_parser(cast(Any, self._target))
-
-    def _decoder(self, item: int) -> _Document:
-        where = f"/SendFax/FaxJobFiles/item[{item}]/FileData"
-        return _Document(where, self._documents(item))
 
     @property
     def operation(self) -> str | None:
         """The operation the body names, as far as it was read."""
-        if self._target is not None and self._target.operation is not None:
-            return self._target.operation
-        if self.envelope is not None and self.envelope.payload_tag is not None:
-            return operation_named(self.envelope.payload_tag)
-        return None
+        return self._target.operation
 
     def feed(self, chunk: bytes) -> None:
-        """The next chunk of a streamed body."""
+        """The next chunk of the body."""
         if len(self.prolog) < _PROLOG:
             self.prolog += chunk[: _PROLOG - len(self.prolog)]
         if self._parser is None or self.refusal is not None:
@@ -407,194 +305,107 @@ class RequestReader:
         self._check_namespaces()
 
     def close(self) -> None:
-        """The end of a streamed body."""
+        """The end of the body."""
         if self._parser is None or self.refusal is not None:
             return
         try:
-            if self._start:
+            if self._start is not None:  # also for an empty body: libxml2 then says so
                 self._parser.feed(_without_utf32_bom(self._start, final=True) or b"")
-            parser = self._parser
-            root = parser.close()
+            root = self._parser.close()
         except Exception as exc:
             self._fail(exc)
             return
-        self._parser = parser
         self._check_namespaces()
         if self.refusal is None:
-            self._found(root)
+            self.root = root
         self._parser = None
 
     def _check_namespaces(self) -> None:
         # A target never sees an undeclared prefix (the name arrives without it): libxml2
-        # reports it only to the parser's log, and the whole parse refuses it too.
+        # reports it only to the parser's log.
         assert self._parser is not None
-        problem = _safexml.first_namespace_error(self._parser.feed_error_log)
-        if problem is not None:
+        log = self._parser.feed_error_log
+        if _safexml.first_namespace_error(log) is not None:
             self._parser = None
-            self.refusal = Refusal(f"malformed XML: {problem[1]}")
-
-    def parse(self, body: bytes) -> None:
-        """A whole body: one parse by the hardened parser, with the same refusals."""
-        self.prolog = body[:_PROLOG]
-        # As _safexml.dtd_offset finds them; a body without "!" has neither (one quick
-        # look). bytes.find, not ``in``: ``in`` first tries its operand as an integer and
-        # builds and drops a TypeError before it searches.
-        if body.find(b"!") >= 0 and (b"<!DOCTYPE" in body or b"<!ENTITY" in body):
-            self.refusal = Refusal("DTDs are not allowed")
-            return
-        parser = _safexml.parser()
-        try:
-            root = etree.fromstring(body, parser)
-        except Exception as exc:
-            self._fail(exc)
-            return
-        utf8 = _read_as_utf8(body)  # then the byte scan found any DTD
-        if not utf8 and _safexml.has_dtd(root):  # one in an encoding it cannot read
-            self.refusal = Refusal("DTDs are not allowed")
-            return
-        problem: tuple[int, str] | str | None = _safexml.namespace_error(parser)
-        if problem is None and not (utf8 and _too_small_to_exceed_bounds(body)):
-            problem = _beyond_bounds(root)
-        if problem is not None:
-            self.refusal = Refusal(
-                problem if isinstance(problem, str) else f"malformed XML: {problem[1]}"
-            )
-            return
-        if utf8 and body.find(b"FileData") < 0:
-            self._found(root)  # no document to decode
-            return
-        try:
-            for item_number, item in enumerate(root.iterfind(_ITEMS), 1):
-                for element in item.iterfind(_FILE_DATA[-1]):
-                    decoder = self._decoder(item_number)
-                    decoder.write(element.text or "")
-                    decoder.finish()
-                    # Checked here; the schema check sees none, as for a streamed body.
-                    element.text = None
-        except ValueError as exc:
-            self.refusal = Refusal(str(exc))
-            return
-        except OSError as exc:
-            self.refusal = Refusal(str(exc.strerror or exc), server_side=True)
-            return
-        self._found(root)
-
-    def _found(self, root: etree._Element) -> None:
-        self.root = root
-        self.envelope = envelope_of(root)
+            self.refusal = Refusal(f"malformed XML: {_first_error(log)}")
 
     def _fail(self, exc: Exception) -> None:
-        self._parser = None
-        self._start = None
-        if self._target is not None and self._target.refusal is not None:
+        assert self._parser is not None
+        log, self._parser, self._start = self._parser.feed_error_log, None, None
+        if self._target.refusal is not None:
             self.refusal = self._target.refusal
         else:
-            message = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
-            self.refusal = Refusal(f"malformed XML: {message}")
+            self.refusal = Refusal(f"malformed XML: {_first_error(log) or _message(exc)}")
 
 
-def _read_as_utf8(body: bytes) -> bool:
-    """Whether libxml2 reads ``body`` as UTF-8: it starts with ``<`` and a byte that is not
-    zero (no byte order mark, not UTF-16 or UTF-32) and declares UTF-8 or no encoding.
-    Then every ``<``, ``=`` and element name in the document is those very bytes in the
-    body."""
-    if body.startswith(_CONTRACT_DECLARATION):  # the usual body: one look, not three
-        return True
-    if not body.startswith(b"<") or body.startswith(b"<\0"):
-        return False
-    if not body.startswith(b"<?xml"):
-        return True
-    match = _DECLARATION.match(body)
-    return match is None or match.group(1).lower().replace(b"_", b"-") in (b"utf-8", b"utf8")
-
-
-#: The fewest bytes of a well-formed document nested deeper than MAX_DEPTH: each of the
-#: MAX_DEPTH elements around the innermost takes at least ``<a>`` and ``</a>`` (7 bytes),
-#: the innermost at least ``<a/>`` (4). A shorter body has fewer elements than MAX_ELEMENTS
-#: too (each takes at least 4 bytes).
-_DEEPER = 7 * MAX_DEPTH + 4
-
-
-def _too_small_to_exceed_bounds(body: bytes) -> bool:
-    """For a body read as UTF-8: each element starts with a ``<`` and each attribute has an
-    ``=``, so a body with no more ``<`` than the smallest bound on elements (the depth) and
-    no more ``=`` than there may be attributes on one element cannot exceed a bound. A body
-    shorter than :data:`_DEEPER` needs no ``<`` count (a pass over it saved)."""
-    if body.count(b"=") > MAX_ATTRIBUTES:
-        return False
-    return len(body) < _DEEPER or body.count(b"<") <= MAX_DEPTH
-
-
-def _beyond_bounds(root: etree._Element) -> str | None:
-    """The streamed parse's bounds, for a tree parsed whole: the same refusals either way."""
-    elements = 0
-    depth = 0
-    for event, element in etree.iterwalk(root, events=("start", "end")):
-        if event == "end":
-            depth -= 1
-            continue
-        depth += 1
-        elements += 1
-        if elements > MAX_ELEMENTS:
-            return f"the request has more than {MAX_ELEMENTS} elements"
-        if depth > MAX_DEPTH:
-            return f"the request is nested deeper than {MAX_DEPTH} elements"
-        if len(element.attrib) > MAX_ATTRIBUTES:
-            return f"an element has more than {MAX_ATTRIBUTES} attributes"
+def _first_error(log: etree._ListErrorLog) -> str | None:
+    """The parser's first error, worded as lxml words it in a whole parse's XMLSyntaxError:
+    what the target's close raises after it would only say that the tree is unfinished."""
+    for entry in log:
+        if entry.level >= etree.ErrorLevels.ERROR:
+            line = f", line {entry.line}" if entry.line > 0 else ""
+            column = f", column {entry.column}" if line and entry.column > 0 else ""
+            return f"{entry.message}{line}{column}"
     return None
 
 
+def _message(exc: Exception) -> str:
+    return exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
+
+
 def deviations(
-    content_type: str | None, soap_action: str | None, prolog: bytes, parts: Envelope | None
+    content_type: str | None, soap_action: str | None, prolog: bytes, root: etree._Element | None
 ) -> tuple[str, ...]:
     """How a request differs from the contract's exact form, one sentence each: the
     Content-Type and SOAPAction headers, the XML declaration (from the body's first bytes),
-    and, for a parsed SOAP 1.1 envelope (``parts``), the envelope's prefix, its empty
-    soap:Header, and the payload in the default namespace. Empty for a request in the
-    contract's form."""
+    and, when ``root`` is a SOAP 1.1 envelope, the envelope's prefix, its empty soap:Header,
+    and the payload in the default namespace. Empty for a request in the contract's form."""
     found = []
     if content_type is None:
         found.append(f"Content-Type is missing; the contract requires {CONTENT_TYPE}")
-    elif content_type != CONTENT_TYPE and not _is_contract_type(content_type):
+    elif not _is_contract_type(content_type):
         found.append(f"Content-Type is {content_type}; the contract requires {CONTENT_TYPE}")
     if soap_action is None:
         found.append("SOAPAction is missing; the contract requires it, with an empty value")
     elif soap_action != "":
         found.append(f"SOAPAction is {soap_action}; the contract requires an empty value")
-    if not prolog.startswith(_CONTRACT_DECLARATION):  # else the contract's own declaration
-        text = prolog.lstrip(codecs.BOM_UTF8)
-        other = _other_encoding(prolog)
-        if other is not None:
-            found.append(f"the body is in {other}; the contract requires UTF-8")
-        elif not text.startswith(b"<?xml"):
+    text = prolog.lstrip(codecs.BOM_UTF8)
+    other = _other_encoding(prolog)
+    if other is not None:
+        found.append(f"the body is in {other}; the contract requires UTF-8")
+    elif not text.startswith(b"<?xml"):
+        found.append(
+            "the body does not start with an XML declaration in UTF-8; the contract requires one"
+        )
+    else:
+        match = _DECLARATION.match(text)
+        encoding = match.group(1).decode() if match else None
+        if encoding is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
             found.append(
-                "the body does not start with an XML declaration in UTF-8; "
-                "the contract requires one"
+                f"the XML declaration's encoding is {encoding or 'not given'}; "
+                "the contract requires UTF-8"
             )
-        else:
-            match = _DECLARATION.match(text)
-            encoding = match.group(1).decode() if match else None
-            if encoding is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
-                found.append(
-                    f"the XML declaration's encoding is {encoding or 'not given'}; "
-                    "the contract requires UTF-8"
-                )
-    if parts is None:
+    if root is None or root.tag != ENVELOPE:
         return tuple(found)
-    if parts.prefixes != _CONTRACT_PREFIXES:
-        shown = ", ".join(sorted("no prefix" if p is None else p for p in parts.prefixes))
+    children = [child for child in root if isinstance(child.tag, str)]
+    prefixes = {root.prefix} | {child.prefix for child in children if child.tag in _PARTS}
+    if prefixes != _CONTRACT_PREFIXES:
+        shown = ", ".join(sorted("no prefix" if p is None else p for p in prefixes))
         found.append(f"the envelope's elements have the prefix {shown}; the contract uses soap")
-    header = parts.header
+    header = children[0] if children and children[0].tag == _HEADER else None
     if header is None:
         found.append("the envelope has no soap:Header; the contract requires an empty one")
     elif len(header) or (header.text or "").strip():
         found.append("the soap:Header is not empty; the contract requires an empty one")
-    prefixed = parts.prefixed
-    if prefixed is not None:
-        found.append(
-            f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
-            f"contract puts {NAMESPACE} in the default namespace"
-        )
+    body = next((child for child in children if child.tag == BODY), None)
+    payload = None if body is None else next(body.iterchildren(etree.Element), None)
+    if payload is not None:
+        prefixed = next((e for e in payload.iter(etree.Element) if e.prefix is not None), None)
+        if prefixed is not None:
+            found.append(
+                f"{etree.QName(prefixed).localname} has the prefix {prefixed.prefix}; the "
+                f"contract puts {NAMESPACE} in the default namespace"
+            )
     return tuple(found)
 
 

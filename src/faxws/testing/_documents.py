@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from faxws._protocol.request_reader import Envelope, Refusal, RequestReader, sniff_operation
+from faxws._protocol.request_reader import Refusal, RequestReader, sniff_operation
 
 __all__ = ["SPOOL_THRESHOLD", "Document", "Received"]
 
@@ -81,21 +81,15 @@ class Document:
 
 class Received:
     """A request body as read: the bytes kept (within the budget) and, for a SOAP request,
-    the parsed tree and the documents, or why it was refused.
-
-    A small body is parsed in one go once it is read; a large one while it arrives, so that
-    it is never held whole."""
+    the tree parsed while the body arrived and the documents, or why it was refused."""
 
     __slots__ = (
         "__weakref__",  # a test sees it freed
-        "_operation",
         "_reader",
-        "_spool",
         "body",
         "complete",
         "deviations",
         "documents",
-        "envelope",
         "head",
         "prolog",
         "refusal",
@@ -104,9 +98,9 @@ class Received:
         "size",
     )
 
-    def __init__(self, spool: Path | None, *, stream: bool) -> None:
-        self.body = b""  # as read: whole when kept, parsed whole or asked for; else empty
-        self.head = b""
+    def __init__(self, spool: Path | None) -> None:
+        self.body = b""  # as read, when kept; else empty
+        self.head = b""  # the first bytes of a body not kept, for the operation's name
         self.size = 0
         self.complete = False
         self.retained = True
@@ -115,58 +109,37 @@ class Received:
         self.documents: list[Document] = []
         #: How the request differs from the contract's exact form (see ``deviations``).
         self.deviations: tuple[str, ...] = ()
-        self._operation: str | None = None  # once known for good; "" for none
-        #: The parts of the parsed body, when it is a SOAP 1.1 envelope.
-        self.envelope: Envelope | None = None
         #: The body's first bytes, as parsed.
         self.prolog = b""
-        self._spool = spool
         # The reader adds documents through a function that does not hold this object: a
         # reference cycle would keep every request's tree alive until the next garbage
         # collection.
         self._reader = (
-            None
-            if spool is None
-            else RequestReader(_documents_into(self.documents, spool), stream=stream)
+            None if spool is None else RequestReader(_documents_into(self.documents, spool))
         )
 
     @property
     def operation(self) -> str | None:
-        if self._operation is not None:
-            return self._operation or None
         found = None if self._reader is None else self._reader.operation
-        found = found or sniff_operation(self.body or self.head)
-        if self.complete:  # final: asked again for the record, the faults and the log
-            self._operation = found or ""
-        return found
+        return found or sniff_operation(self.body or self.head)
 
     def feed(self, chunk: bytes) -> None:
-        """The next chunk of a large body (a small one is given whole to :meth:`parse`)."""
+        """The next chunk of the body."""
         if self._reader is not None:
             self._reader.feed(chunk)
             if self._reader.refusal is not None and self.documents:
                 self.discard()  # at once: the rest of the body is only read, not kept
 
     def close(self) -> None:
-        """The end of a large body."""
-        if self._reader is not None:
-            self._reader.close()
-            self._settle()
-
-    def parse(self, body: bytes) -> None:
-        """A small body, whole."""
-        if self._reader is not None:
-            self._reader.parse(body)
-            self._settle()
-
-    def _settle(self) -> None:
+        """The end of the body."""
         reader = self._reader
-        assert reader is not None
+        if reader is None:
+            return
+        reader.close()
         self.prolog = reader.prolog
         self.refusal = reader.refusal
         if self.refusal is None:
             self.root = reader.root
-            self.envelope = reader.envelope
         else:
             self.discard()
 

@@ -23,7 +23,7 @@ from lxml import etree
 from faxws._http.shared import declared_length
 from faxws._protocol.reader import ReadError, read_payload, soap_payload
 from faxws._protocol.redact import redact
-from faxws._protocol.request_reader import ENVELOPE, deviations
+from faxws._protocol.request_reader import ENVELOPE, deviations, operation_named
 from faxws._protocol.soap import CONTENT_TYPE, MEDIA_TYPE, PATH, new_request_id
 from faxws._protocol.writer import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
@@ -69,10 +69,7 @@ _LINGER = 2.0
 _LINGER_BYTES = 1024 * 1024
 _log = logging.getLogger("faxws.simulator")
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-_SMALL = 256 * 1024  # bodies up to this size are parsed whole (faster), larger ones streamed
 _NO_ERROR = WSError(0, "")
-_OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
-_INPUTS = {name: operation.input for name, operation in OPERATIONS.items()}
 # SOAP 1.1's media type, which standard clients send, and the contract's.
 _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
 # http.client's bounds on a request's header lines: their length and their number.
@@ -407,7 +404,7 @@ class Handler(BaseHTTPRequestHandler):
             received = self.receive(parse=soap)
             if received.complete and soap:
                 found = deviations(
-                    content_type, fields.get("soapaction"), received.prolog, received.envelope
+                    content_type, fields.get("soapaction"), received.prolog, received.root
                 )
                 if found:  # they quote the client's headers, which could hold its secrets
                     received.deviations = tuple(self._masked(d) for d in found)
@@ -556,53 +553,31 @@ class Handler(BaseHTTPRequestHandler):
         if length > limit:
             self.close_connection = True  # the body is not read, so the stream is lost
             raise RejectError(413, b"request too large\n", "text/plain")
-        stream = length > _SMALL
-        received = Received(sim._spool if parse else None, stream=stream)
+        received = Received(sim._spool if parse else None)
         received.retained = length <= sim.retained_body_bytes
-        collect = whole or received.retained or (parse and not stream)
-        if not stream:  # read at once (a bounded size), parsed whole
-            try:
-                # None: the read waited out the idle limit with nothing come.
-                data = (self.rfile.read(length) or b"") if length else b""
-                received.size = len(data)
-                self._unread = length - received.size
-                received.complete = len(data) == length
-                if received.complete and parse:
-                    received.parse(data)
-            except BaseException:
-                received.discard()
-                raise
-            received.body = data if collect else b""
-            received.head = data[:_HEAD]
-            return received
+        collect = whole or received.retained
         kept: list[bytes] = []
         head = b""
-        remaining = length
         try:
-            while remaining > 0:
-                chunk = self.rfile.read(min(_CHUNK, remaining))
-                if not chunk:
+            while self._unread > 0:
+                chunk = self.rfile.read(min(_CHUNK, self._unread))
+                if not chunk:  # the client went away, or the idle limit passed
                     break
-                remaining -= len(chunk)
-                self._unread = remaining
+                self._unread -= len(chunk)
                 received.size += len(chunk)
                 if collect:
                     kept.append(chunk)
                 elif len(head) < _HEAD:
                     head += chunk[: _HEAD - len(head)]
-                if stream:
-                    received.feed(chunk)
-            received.complete = remaining == 0
-            body = b"".join(kept)
-            if received.complete and parse and stream:
+                received.feed(chunk)
+            received.complete = self._unread == 0
+            if received.complete:
                 received.close()
-            elif received.complete and parse:
-                received.parse(body)
         except BaseException:
             received.discard()
             raise
-        received.body = body
-        received.head = body[:_HEAD] if collect else head
+        received.body = b"".join(kept)
+        received.head = received.body[:_HEAD] if collect else head
         return received
 
     def _service(
@@ -619,21 +594,15 @@ class Handler(BaseHTTPRequestHandler):
             raise client_fault(
                 "the request differs from the contract's form: " + " | ".join(received.deviations)
             )
-        parts = received.envelope
-        if parts is not None and parts.count == 1 and parts.payload is not None:
-            payload = parts.payload  # as soap_payload would find it
-            tag = str(parts.payload_tag)
-        else:
-            root = received.root
-            assert root is not None
-            try:
-                payload = soap_payload(root)
-            except ReadError as exc:
-                raise client_fault(exc.message) from None
-            if root.tag != ENVELOPE:
-                raise client_fault("only SOAP 1.1 envelopes are accepted")
-            tag = str(payload.tag)
-        name = _OPERATION_TAGS.get(tag)
+        root = received.root
+        assert root is not None
+        try:
+            payload = soap_payload(root)
+        except ReadError as exc:
+            raise client_fault(exc.message) from None
+        if root.tag != ENVELOPE:
+            raise client_fault("only SOAP 1.1 envelopes are accepted")
+        name = operation_named(str(payload.tag))
         handler = None if name is None else HANDLERS.get(name)
         if name is None or handler is None:
             qname = etree.QName(payload)
@@ -645,7 +614,7 @@ class Handler(BaseHTTPRequestHandler):
             issue = schema_issues(payload, max_issues=1)[0]
             raise client_fault(f"{issue.path}: {issue.message}")
         # Checked above, and the parse keeps no comment, processing instruction or entity.
-        request = read_payload(payload, _INPUTS[name])
+        request = read_payload(payload, OPERATIONS[name].input)
         auth_mode = self._authenticate(request.user_id, request.str_pin)
         error = _NO_ERROR
         if fault is not None:
