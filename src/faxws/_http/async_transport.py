@@ -35,7 +35,6 @@ import os
 import select
 import socket
 import ssl
-import struct
 import sys
 import time
 import weakref
@@ -59,14 +58,15 @@ from faxws._http.shared import (
     DEFAULT_ASYNC_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     BodyLimit,
+    Failures,
     Request,
     Response,
-    causes,
-    classify,
     early_success,
     endpoint,
     forks,
+    reset_on_close,
     transport_error,
+    trust_of,
 )
 from faxws.errors import BadInputError, DocumentError, FaxWSError, excerpt
 
@@ -516,77 +516,55 @@ class _Connector(aiohttp.TCPConnector):
 
 # -- one table: aiohttp's failures -> what to say ---------------------------------------------
 
-# (exception class, kind), most specific first; the first match describes the failure. The
-# kind only shapes the message and the class; maybe_delivered comes from Sent.
-_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (aiohttp.ServerTimeoutError, "timeout"),
-    (asyncio.TimeoutError, "timeout"),
-    (TimeoutError, "timeout"),
-    (aiohttp.ClientHttpProxyError, "proxy"),
-    (aiohttp.ClientProxyConnectionError, "proxy"),
-    (aiohttp.ClientConnectorCertificateError, "tls"),
-    (aiohttp.ClientSSLError, "tls"),
-    (ssl.SSLError, "tls"),
-    (aiohttp.ClientPayloadError, "protocol"),
-    (aiohttp.ClientResponseError, "protocol"),
-    (_TooManyInterimError, "protocol"),
-    (_StaleConnectionError, "connection"),
-    (aiohttp.ClientConnectionError, "connection"),
-    (OSError, "connection"),
-    (aiohttp.ClientError, "protocol"),
-)
+
+def _says(e: BaseException, redact: Callable[[str], str]) -> str | None:
+    # Never aiohttp's own text, which may quote what the server sent.
+    if isinstance(e, aiohttp.ClientHttpProxyError):
+        return f"the proxy refused the tunnel (HTTP {e.status})"
+    if isinstance(e, OSError) and e.errno is not None and e.errno < 0:
+        # aiohttp's resolver errors carry getaddrinfo's (negative) codes.
+        return f"cannot resolve the host name ({e.strerror or e.errno})"
+    if isinstance(e, OSError) and e.errno:
+        return os.strerror(e.errno)
+    if isinstance(e, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without answering"
+    if isinstance(e, aiohttp.ClientPayloadError):
+        return "the answer ended before its announced length"
+    if isinstance(e, aiohttp.ClientResponseError):
+        # Masked before it is cut: a cut secret would no longer be found.
+        return f"malformed answer ({excerpt(redact(str(e.message)), 80)})"
+    if isinstance(e, _TooManyInterimError):
+        return f"malformed answer ({e})"
+    if isinstance(e, _StaleConnectionError):
+        return "every pooled connection had been closed by the server"
+    if isinstance(e, (aiohttp.ServerTimeoutError, asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    return None
 
 
-def _kind(exc: BaseException) -> str:
-    return classify(exc, _KINDS, _chain)
-
-
-def _wrapped(exc: BaseException) -> list[object]:
-    # aiohttp keeps the original as the cause or in an attribute.
-    names = ("certificate_error", "os_error", "_os_error")
-    return [*(getattr(exc, name, None) for name in names), exc.__cause__, exc.__context__]
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what it wraps."""
-    return causes(exc, _wrapped)
-
-
-def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
-    """The root cause in a few words ("Connection refused"), never aiohttp's own text, which
-    may quote what the server sent."""
-    chain = _chain(exc)
+_FAILURES = Failures(
+    (
+        (aiohttp.ServerTimeoutError, "timeout"),
+        (asyncio.TimeoutError, "timeout"),
+        (TimeoutError, "timeout"),
+        (aiohttp.ClientHttpProxyError, "proxy"),
+        (aiohttp.ClientProxyConnectionError, "proxy"),
+        (aiohttp.ClientConnectorCertificateError, "tls"),
+        (aiohttp.ClientSSLError, "tls"),
+        (ssl.SSLError, "tls"),
+        (aiohttp.ClientPayloadError, "protocol"),
+        (aiohttp.ClientResponseError, "protocol"),
+        (_TooManyInterimError, "protocol"),
+        (_StaleConnectionError, "connection"),
+        (aiohttp.ClientConnectionError, "connection"),
+        (OSError, "connection"),
+        (aiohttp.ClientError, "protocol"),
+    ),
+    _says,
+    wraps=("certificate_error", "os_error", "_os_error"),
     # aiohttp's TLS errors subclass ssl's without their attributes; ssl's own carry them.
-    own = [e for e in chain if not isinstance(e, aiohttp.ClientError)]
-    for e in own:
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return f"TLS certificate verification failed: {e.verify_message}"
-    for e in chain:
-        if isinstance(e, aiohttp.ClientHttpProxyError):
-            return f"the proxy refused the tunnel (HTTP {e.status})"
-        if isinstance(e, ssl.SSLError) and e in own:
-            return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
-        if isinstance(e, socket.gaierror):
-            return f"cannot resolve the host name ({e.strerror})"
-        if isinstance(e, OSError) and e.errno is not None and e.errno < 0:
-            # aiohttp's resolver errors carry getaddrinfo's (negative) codes.
-            return f"cannot resolve the host name ({e.strerror or e.errno})"
-        if isinstance(e, OSError) and e.errno:
-            return os.strerror(e.errno)
-        if isinstance(e, aiohttp.ServerDisconnectedError):
-            return "the server closed the connection without answering"
-        if isinstance(e, aiohttp.ClientPayloadError):
-            return "the answer ended before its announced length"
-        if isinstance(e, aiohttp.ClientResponseError):
-            # Masked before it is cut: a cut secret would no longer be found.
-            return f"malformed answer ({excerpt(redact(str(e.message)), 80)})"
-        if isinstance(e, _TooManyInterimError):
-            return f"malformed answer ({e})"
-        if isinstance(e, _StaleConnectionError):
-            return "every pooled connection had been closed by the server"
-        if isinstance(e, (aiohttp.ServerTimeoutError, asyncio.TimeoutError, TimeoutError)):
-            return "timed out"
-    return type(exc).__name__
+    foreign=(aiohttp.ClientError,),
+)
 
 
 # -- arguments --------------------------------------------------------------------------------
@@ -616,14 +594,7 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
         from requests.utils import DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests uses
 
         verify = DEFAULT_CA_BUNDLE_PATH
-    # Not create_default_context(): without a bundle it loads the system's, which
-    # SSL_CERT_FILE and SSL_CERT_DIR can name; the given bundle is the only trust.
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    if os.path.isdir(verify):
-        context.load_verify_locations(capath=verify)
-    else:
-        context.load_verify_locations(cafile=verify)
-    return context
+    return trust_of(verify)
 
 
 def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
@@ -879,7 +850,9 @@ class AsyncHttpTransport:
                 sent.wrote()
         except DocumentError as exc:
             sent.document_error = exc
-            _reset(sent.transport)
+            if sent.transport is not None:
+                reset_on_close(sent.transport.get_extra_info("socket"))
+                sent.transport.abort()
             raise
         sent.body_done()
 
@@ -889,12 +862,17 @@ class AsyncHttpTransport:
             document.request_id = request_id
             document.maybe_delivered = sent.written
             return document
-        if sent.expired is not None:
-            kind, cause = "timeout", _EXPIRED[sent.expired].format(self.timeout[1])
-        else:
-            kind, cause = _kind(exc), self._redact(_cause(exc, self._redact))
+        if sent.expired is None:
+            return _FAILURES.error(
+                exc,
+                written=sent.written,
+                request_id=request_id,
+                where=self._where,
+                redact=self._redact,
+            )
+        cause = _EXPIRED[sent.expired].format(self.timeout[1])
         return transport_error(
-            kind, cause, written=sent.written, request_id=request_id, where=self._where
+            "timeout", cause, written=sent.written, request_id=request_id, where=self._where
         )
 
     async def _read(self, response: aiohttp.ClientResponse, request_id: str) -> bytes:
@@ -917,14 +895,3 @@ _EXPIRED = {
     "head": "no answer within {} s",
     "body": "the answer took longer than {} s to arrive",
 }
-
-
-def _reset(transport: asyncio.Transport | None) -> None:
-    """Close with a reset, not a FIN: the body is incomplete and must read as broken."""
-    if transport is None:
-        return
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    transport.abort()

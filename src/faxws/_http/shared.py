@@ -15,13 +15,16 @@ they wait and post.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import email.utils
 import logging
 import math
 import os
 import random
+import socket
 import ssl
+import struct
 import time
 import weakref
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
@@ -39,6 +42,7 @@ from faxws.errors import (
     ProtocolError,
     RequestTimeoutError,
     TransportError,
+    excerpt,
 )
 
 if TYPE_CHECKING:
@@ -55,24 +59,25 @@ __all__ = [
     "AsyncTransport",
     "Attempts",
     "BodyLimit",
+    "Failures",
     "Request",
     "Response",
     "SyncTransport",
     "Timeout",
     "after_fork_in_child",
     "call_boundary",
-    "causes",
     "check_proxies",
     "check_timeout",
     "check_verify",
-    "classify",
     "declared_length",
     "early_success",
     "endpoint",
     "forks",
     "refuse_plain_proxy",
+    "reset_on_close",
     "retry_after",
     "transport_error",
+    "trust_of",
 ]
 
 #: (connect, read) seconds.
@@ -220,14 +225,22 @@ def check_verify(field: str, verify: object) -> bool | str:
     if not (os.path.isfile(path) or os.path.isdir(path)):
         raise BadInputError(field, f"{path!r} is not a file or a directory of CA certificates")
     try:
-        context = ssl.create_default_context()
-        if os.path.isdir(path):
-            context.load_verify_locations(capath=path)
-        else:
-            context.load_verify_locations(cafile=path)
+        trust_of(path)
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise BadInputError(field, f"{path!r} is not a usable CA bundle: {exc}") from None
     return path
+
+
+def trust_of(path: str) -> ssl.SSLContext:
+    """A client TLS context trusting the CA bundle at ``path`` (a file, or a directory of
+    certificates) alone. Not create_default_context(): it also loads the system's bundle,
+    which SSL_CERT_FILE and SSL_CERT_DIR can name."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if os.path.isdir(path):
+        context.load_verify_locations(capath=path)
+    else:
+        context.load_verify_locations(cafile=path)
+    return context
 
 
 def check_proxies(field: str, proxies: object) -> dict[str, str]:
@@ -370,46 +383,99 @@ def endpoint(url: str) -> str:
     return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
-def causes(
-    exc: BaseException, wrapped: Callable[[BaseException], Iterable[object]]
-) -> list[BaseException]:
-    """``exc`` and every exception it wraps, nearest first, each once; ``wrapped`` names
-    what one exception wraps (where each HTTP stack keeps it)."""
-    out: list[BaseException] = []
-    stack: list[object] = [exc]
-    while stack:
-        cur = stack.pop(0)
-        if not isinstance(cur, BaseException) or any(cur is e for e in out):
-            continue
-        out.append(cur)
-        stack.extend(wrapped(cur))
-    return out
+@dataclass(frozen=True, slots=True)
+class Failures:
+    """How one HTTP stack's exceptions are reported.
 
+    ``table`` maps exception classes onto a kind (``"timeout"``, ``"tls"``, ...), most
+    specific first; the kind shapes the message and the class, never ``maybe_delivered``.
+    The stack keeps what an exception wraps in the attributes ``wraps`` (and in its ``args``
+    when ``in_args``). ``says`` names the stack's own causes of one exception; past them, a
+    cause is the exception's text (masked) when ``quote``, else its class name. ``foreign``
+    classes subclass ssl's errors without their attributes. With ``is_timeout`` (for stacks
+    whose classes do not say it alone), a ``"timeout"`` row needs it to hold, and a
+    connection failure caused by a time-out is a ``"timeout"``.
+    """
 
-def classify(
-    exc: BaseException,
-    table: Iterable[tuple[type[BaseException], str]],
-    chain: Callable[[BaseException], list[BaseException]],
-    is_timeout: Callable[[BaseException], bool] | None = None,
-) -> str:
-    """The kind of a failure: the first ``(exception class, kind)`` of the stack's ``table``
-    that ``exc`` is an instance of, or ``"unexpected"``. A connection failure caused by a
-    TLS error is ``"tls"``. With ``is_timeout`` (for stacks whose classes do not say it
-    alone), a ``"timeout"`` row needs it to hold, and a connection failure caused by a
-    time-out is ``"timeout"``."""
-    for cls, kind in table:
-        if not isinstance(exc, cls):
-            continue
-        if kind == "timeout" and is_timeout is not None and not is_timeout(exc):
-            continue
-        if kind == "connection":
-            wrapped = chain(exc)
-            if any(isinstance(e, ssl.SSLError) for e in wrapped):
-                return "tls"
-            if is_timeout is not None and any(is_timeout(e) for e in wrapped):
-                return "timeout"
-        return kind
-    return "unexpected"
+    table: tuple[tuple[type[BaseException], str], ...]
+    says: Callable[[BaseException, Callable[[str], str]], str | None]
+    wraps: tuple[str, ...]
+    in_args: bool = False
+    quote: bool = False
+    foreign: tuple[type[BaseException], ...] = ()
+    is_timeout: Callable[[BaseException], bool] | None = None
+
+    def chain(self, exc: BaseException) -> list[BaseException]:
+        """``exc`` and every exception it wraps, nearest first, each once."""
+        out: list[BaseException] = []
+        stack: list[object] = [exc]
+        while stack:
+            cur = stack.pop(0)
+            if not isinstance(cur, BaseException) or any(cur is e for e in out):
+                continue
+            out.append(cur)
+            stack.extend(getattr(cur, name, None) for name in self.wraps)
+            if self.in_args:
+                stack.extend(cur.args)
+            stack.extend((cur.__cause__, cur.__context__))
+        return out
+
+    def kind(self, exc: BaseException) -> str:
+        """The kind of the first row ``exc`` is an instance of, or ``"unexpected"``; a
+        connection failure caused by a TLS error is ``"tls"``."""
+        is_timeout = self.is_timeout
+        for cls, kind in self.table:
+            if not isinstance(exc, cls):
+                continue
+            if kind == "timeout" and is_timeout is not None and not is_timeout(exc):
+                continue
+            if kind == "connection":
+                wrapped = self.chain(exc)
+                if any(isinstance(e, ssl.SSLError) for e in wrapped):
+                    return "tls"
+                if is_timeout is not None and any(is_timeout(e) for e in wrapped):
+                    return "timeout"
+            return kind
+        return "unexpected"
+
+    def cause(self, exc: BaseException, redact: Callable[[str], str]) -> str:
+        """The root cause in a few words ("Connection refused"), not the stack's wrapper
+        text."""
+        chain = self.chain(exc)
+        own = [e for e in chain if not isinstance(e, self.foreign)]
+        for e in own:
+            if isinstance(e, ssl.SSLCertVerificationError):
+                return f"TLS certificate verification failed: {e.verify_message}"
+        for e in chain:
+            if isinstance(e, ssl.SSLError) and e in own:
+                return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
+            if isinstance(e, socket.gaierror):
+                return f"cannot resolve the host name ({e.strerror})"
+            said = self.says(e, redact)
+            if said is not None:
+                return said
+        return (excerpt(redact(str(exc)), 200) if self.quote else "") or type(exc).__name__
+
+    def error(
+        self,
+        exc: BaseException,
+        *,
+        written: bool,
+        request_id: str | None,
+        where: str,
+        redact: Callable[[str], str] = lambda text: text,
+        token_endpoint: bool = False,
+    ) -> TransportError:
+        """The faxws error for ``exc`` (see :func:`transport_error`); ``redact`` masks
+        secrets in the cause, which may quote what a server sent."""
+        return transport_error(
+            self.kind(exc),
+            redact(self.cause(exc, redact)),
+            written=written,
+            request_id=request_id,
+            where=where,
+            token_endpoint=token_endpoint,
+        )
 
 
 def transport_error(
@@ -454,6 +520,14 @@ def transport_error(
         request_id=request_id,
         maybe_delivered=True,
     )
+
+
+def reset_on_close(sock: socket.socket | None) -> None:
+    """Have closing ``sock`` send a reset, not a FIN: a body left incomplete must read as
+    broken."""
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def early_success(request_id: str, where: str) -> TransportError:

@@ -25,7 +25,6 @@ import queue
 import re
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -44,14 +43,13 @@ from faxws._http.shared import (
     DEFAULT_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     BodyLimit,
+    Failures,
     Request,
     Response,
-    causes,
-    classify,
     early_success,
     endpoint,
     forks,
-    transport_error,
+    reset_on_close,
 )
 from faxws.errors import (
     DocumentError,
@@ -328,11 +326,7 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             self._head = None
 
     def _abort(self) -> None:
-        """Close with a reset, not a FIN: the body is incomplete and must read as broken."""
-        sock = self.sock
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        reset_on_close(self.sock)
         self.close()
 
 
@@ -477,24 +471,6 @@ def forget_connections(session: requests.Session) -> None:
 
 # -- one table: requests' and urllib3's failures -> what to say -------------------------------
 
-# (exception class, kind), most specific first; the first match describes the failure.
-# The kind only shapes the message and the class; maybe_delivered comes from _Progress.
-_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (requests.exceptions.ConnectTimeout, "timeout"),
-    (requests.exceptions.ReadTimeout, "timeout"),
-    (urllib3.exceptions.TimeoutError, "timeout"),
-    (TimeoutError, "timeout"),
-    (requests.exceptions.ProxyError, "proxy"),
-    (requests.exceptions.SSLError, "tls"),
-    (urllib3.exceptions.SSLError, "tls"),
-    (ssl.SSLError, "tls"),
-    (requests.exceptions.ConnectionError, "connection"),
-    (urllib3.exceptions.HTTPError, "connection"),
-    (OSError, "connection"),
-    (http.client.HTTPException, "protocol"),
-    (requests.exceptions.RequestException, "protocol"),
-)
-
 
 def _is_timeout(exc: BaseException) -> bool:
     # urllib3's NewConnectionError subclasses its ConnectTimeoutError for old callers' sake;
@@ -504,71 +480,48 @@ def _is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, (TimeoutError, urllib3.exceptions.TimeoutError))
 
 
-def _kind(exc: BaseException) -> str:
-    return classify(exc, _KINDS, _chain, _is_timeout)
-
-
-def _wrapped(exc: BaseException) -> list[object]:
-    # requests and urllib3 nest reasons in ``args`` and ``reason``.
-    return [getattr(exc, "reason", None), *exc.args, exc.__cause__, exc.__context__]
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything it wraps."""
-    return causes(exc, _wrapped)
-
-
 _TUNNEL = re.compile(r"Tunnel connection failed: ([0-9]{3})")
 
 
-def _cause(exc: BaseException, redact: Callable[[str], str] = lambda text: text) -> str:
-    """The root cause in a few words ("Connection refused"), not urllib3's long wrapper text."""
-    chain = _chain(exc)
-    for e in chain:
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return f"TLS certificate verification failed: {e.verify_message}"
-    for e in chain:
-        if isinstance(e, ssl.SSLError):
-            return f"TLS error: {e.reason or e.strerror or type(e).__name__}"
-        if isinstance(e, socket.gaierror):
-            return f"cannot resolve the host name ({e.strerror})"
-        tunnel = _TUNNEL.match(str(e)) if type(e) is OSError else None
-        if tunnel is not None:
-            # http.client quotes the proxy's reason phrase, which may echo its credentials.
-            return f"the proxy refused the tunnel (HTTP {tunnel.group(1)})"
-        if isinstance(e, OSError) and e.strerror:
-            return e.strerror
-        if isinstance(e, http.client.RemoteDisconnected):
-            return "the server closed the connection without answering"
-        if isinstance(e, http.client.HTTPException):
-            # Masked before it is cut: a cut secret would no longer be found.
-            return f"malformed answer ({type(e).__name__}: {excerpt(redact(str(e)), 80)})"
-        if _is_timeout(e):
-            return "timed out"
-    return excerpt(redact(str(exc)), 200) or type(exc).__name__
+def _says(e: BaseException, redact: Callable[[str], str]) -> str | None:
+    tunnel = _TUNNEL.match(str(e)) if type(e) is OSError else None
+    if tunnel is not None:
+        # http.client quotes the proxy's reason phrase, which may echo its credentials.
+        return f"the proxy refused the tunnel (HTTP {tunnel.group(1)})"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    if isinstance(e, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    if isinstance(e, http.client.HTTPException):
+        # Masked before it is cut: a cut secret would no longer be found.
+        return f"malformed answer ({type(e).__name__}: {excerpt(redact(str(e)), 80)})"
+    return "timed out" if _is_timeout(e) else None
 
 
-def failure(
-    exc: BaseException,
-    *,
-    written: bool,
-    request_id: str | None,
-    where: str,
-    redact: Callable[[str], str] = lambda text: text,
-    token_endpoint: bool = False,
-) -> TransportError:
-    """The faxws error for a failed exchange: ``written`` says whether any byte of the
-    request had been written to the connection. ``redact`` masks secrets in the cause,
-    which may quote what a server sent. ``token_endpoint``: a token provider's request
-    (see :func:`~faxws._http.shared.transport_error`)."""
-    return transport_error(
-        _kind(exc),
-        redact(_cause(exc, redact)),
-        written=written,
-        request_id=request_id,
-        where=where,
-        token_endpoint=token_endpoint,
-    )
+_FAILURES = Failures(
+    (
+        (requests.exceptions.ConnectTimeout, "timeout"),
+        (requests.exceptions.ReadTimeout, "timeout"),
+        (urllib3.exceptions.TimeoutError, "timeout"),
+        (TimeoutError, "timeout"),
+        (requests.exceptions.ProxyError, "proxy"),
+        (requests.exceptions.SSLError, "tls"),
+        (urllib3.exceptions.SSLError, "tls"),
+        (ssl.SSLError, "tls"),
+        (requests.exceptions.ConnectionError, "connection"),
+        (urllib3.exceptions.HTTPError, "connection"),
+        (OSError, "connection"),
+        (http.client.HTTPException, "protocol"),
+        (requests.exceptions.RequestException, "protocol"),
+    ),
+    _says,
+    wraps=("reason",),  # and args: requests and urllib3 nest reasons in both
+    in_args=True,
+    quote=True,
+    is_timeout=_is_timeout,
+)
+#: The faxws error for a failed exchange (:meth:`Failures.error`).
+failure = _FAILURES.error
 
 
 def read_body(
@@ -755,6 +708,6 @@ class HttpTransport:
             raise
         except Exception as exc:
             # The socket's own reads keep the body's deadline (_AnswerDeadline).
-            if any(_is_timeout(e) for e in _chain(exc)):
+            if any(_is_timeout(e) for e in _FAILURES.chain(exc)):
                 raise too_slow() from None
             raise
