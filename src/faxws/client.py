@@ -4,8 +4,10 @@ and for asyncio (:class:`AsyncFaxClient`), sharing everything but the exchange i
 from __future__ import annotations
 
 import operator
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from faxws._http.options import UNSET, ClientOptions, resolve
@@ -28,9 +30,7 @@ from faxws.bindings import (
     GetFaxBroadcastReport,
     SendFax,
 )
-from faxws.errors import (
-    BadInputError,
-)
+from faxws.errors import BadInputError
 from faxws.models import (
     BroadcastReportResult,
     FaxFile,
@@ -38,6 +38,9 @@ from faxws.models import (
     SendFaxResult,
     check_recipient,
 )
+
+if TYPE_CHECKING:
+    from faxws._http.async_caller import AsyncCaller
 
 __all__ = ["AsyncFaxClient", "FaxClient"]
 
@@ -86,10 +89,13 @@ def service_url(
     return f"{parts.scheme}://{netloc}{path}"
 
 
-class _ClientBase:
-    """What both clients do before and after the exchange, with no I/O: the arguments
-    checked, the typed requests built and checked against the schema, and the answers read
-    into results. :class:`FaxClient` and :class:`AsyncFaxClient` add only the exchange."""
+TokenT = TypeVar("TokenT", bound=Token)
+
+
+class _ClientBase(Generic[TokenT]):
+    """What both clients do before and after the exchange, with no I/O: the options and
+    arguments checked, the typed requests built, and the answers read into results. Each face
+    adds its exchange (``_connect`` makes its caller) and its ``token`` type."""
 
     _asynchronous = False
 
@@ -98,14 +104,37 @@ class _ClientBase:
         base_url: str,
         *,
         user_id: str,
-        token: Token | None,
-        pin: str | None,
-        options: ClientOptions,
+        token: TokenT | None = None,
+        pin: str | None = None,
+        options: ClientOptions | None = None,
+        timeout: Timeout = UNSET,
+        verify: bool | str = UNSET,
+        proxies: Mapping[str, str] | None = UNSET,
+        allow_insecure_http: bool = UNSET,
+        retries: int = UNSET,
+        retry_backoff: float = UNSET,
+        max_connections: int | None = UNSET,
+        max_response_bytes: int = UNSET,
     ) -> None:
+        checked = resolve(
+            options,
+            timeout=timeout,
+            verify=verify,
+            proxies=proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            max_connections=max_connections,
+            max_response_bytes=max_response_bytes,
+        )
         self._user_id = check_text("user_id", user_id, required=True)
         self._auth: Credentials = credentials_from(token, pin, asynchronous=self._asynchronous)
-        self._url = service_url(base_url, allow_insecure_http=options.allow_insecure_http)
-        self._options = options
+        self._url = service_url(base_url, allow_insecure_http=checked.allow_insecure_http)
+        self._options = checked
+        self._caller = self._connect(checked)
+
+    @abstractmethod
+    def _connect(self, options: ClientOptions) -> Any: ...
 
     @property
     def url(self) -> str:
@@ -186,6 +215,18 @@ class _ClientBase:
     def _read(self, operation: Operation[Any, ResponseT], raw: Response, rid: str) -> ResponseT:
         return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
 
+    def _traced(self, raw: Response) -> dict[str, Any]:
+        """A result's fields from the answer's tracing headers, any echoed secret masked."""
+        activity = raw.headers.get("x-ch-activity-id")
+        try:
+            elapsed: int | None = int(raw.headers.get("x-ch-execution-time", "").strip())
+        except ValueError:
+            elapsed = None
+        return {
+            "activity_id": None if activity is None else self._auth.redact(activity),
+            "execution_time_ms": elapsed,
+        }
+
     def _send_fax_result(
         self, rid: str, sent: int, response: FaxSendResponse, raw: Response
     ) -> SendFaxResult:
@@ -200,11 +241,7 @@ class _ClientBase:
                 sent,
             )
         return SendFaxResult(
-            job_ids=job_ids,
-            ttfp=response.ttfp,
-            request_id=rid,
-            activity_id=_header(raw, "x-ch-activity-id", self._auth),
-            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
+            job_ids=job_ids, ttfp=response.ttfp, request_id=rid, **self._traced(raw)
         )
 
     def _report_result(
@@ -213,14 +250,13 @@ class _ClientBase:
         return BroadcastReportResult(
             job_id=request.job_id,
             request_id=rid,
-            activity_id=_header(raw, "x-ch-activity-id", self._auth),
-            execution_time_ms=_int_header(raw, "x-ch-execution-time"),
             recipient_type=request.recipient_type,
             recip_address=request.recip_address,
+            **self._traced(raw),
         )
 
 
-class FaxClient(_ClientBase):
+class FaxClient(_ClientBase[str | Callable[[], str]]):
     """A client of the FaxWS v5 service.
 
     Give exactly one of ``token`` (OAuth 2.0: a string, or a zero-argument callable returning
@@ -244,36 +280,10 @@ class FaxClient(_ClientBase):
             field both ways is refused.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        user_id: str,
-        token: str | Callable[[], str] | None = None,
-        pin: str | None = None,
-        options: ClientOptions | None = None,
-        timeout: Timeout = UNSET,
-        verify: bool | str = UNSET,
-        proxies: Mapping[str, str] | None = UNSET,
-        allow_insecure_http: bool = UNSET,
-        retries: int = UNSET,
-        retry_backoff: float = UNSET,
-        max_connections: int | None = UNSET,
-        max_response_bytes: int = UNSET,
-    ) -> None:
-        checked = resolve(
-            options,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
-        )
-        super().__init__(base_url, user_id=user_id, token=token, pin=pin, options=checked)
-        self._caller = SyncCaller(self._url, self._auth, checked)
+    _caller: SyncCaller
+
+    def _connect(self, options: ClientOptions) -> SyncCaller:
+        return SyncCaller(self._url, self._auth, options)
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -342,18 +352,14 @@ class FaxClient(_ClientBase):
         idempotent: bool,
     ) -> tuple[ResponseT, Response]:
         body = self._body(request, rid)
-        whole = body.whole
-        if whole is not None:  # nothing to open: small documents in memory are encoded already
-            raw = self._caller.call(
-                operation.name, whole, len(whole), rid, operation.soap_action, idempotent=idempotent
-            )
-            return self._read(operation, raw, rid), raw
-        # Documents are measured now: Content-Length is what they hold at this moment.
-        with body.open() as opened:
+        whole = body.whole  # nothing to open: small documents in memory are encoded already
+        with ExitStack() as opened:
+            # Documents are measured now: Content-Length is what they hold at this moment.
+            payload = whole if whole is not None else opened.enter_context(body.open()).payload()
             raw = self._caller.call(
                 operation.name,
-                opened.payload(),
-                len(opened),
+                payload,
+                len(payload),
                 rid,
                 operation.soap_action,
                 idempotent=idempotent,
@@ -361,7 +367,7 @@ class FaxClient(_ClientBase):
             return self._read(operation, raw, rid), raw
 
 
-class AsyncFaxClient(_ClientBase):
+class AsyncFaxClient(_ClientBase[Token]):
     """The FaxWS v5 client for asyncio: the options, methods, results and errors of
     :class:`FaxClient`, with coroutines for the calls.
 
@@ -378,39 +384,12 @@ class AsyncFaxClient(_ClientBase):
     """
 
     _asynchronous = True
+    _caller: AsyncCaller
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        user_id: str,
-        token: Token | None = None,
-        pin: str | None = None,
-        options: ClientOptions | None = None,
-        timeout: Timeout = UNSET,
-        verify: bool | str = UNSET,
-        proxies: Mapping[str, str] | None = UNSET,
-        allow_insecure_http: bool = UNSET,
-        retries: int = UNSET,
-        retry_backoff: float = UNSET,
-        max_connections: int | None = UNSET,
-        max_response_bytes: int = UNSET,
-    ) -> None:
-        checked = resolve(
-            options,
-            timeout=timeout,
-            verify=verify,
-            proxies=proxies,
-            allow_insecure_http=allow_insecure_http,
-            retries=retries,
-            retry_backoff=retry_backoff,
-            max_connections=max_connections,
-            max_response_bytes=max_response_bytes,
-        )
-        super().__init__(base_url, user_id=user_id, token=token, pin=pin, options=checked)
+    def _connect(self, options: ClientOptions) -> AsyncCaller:
         from faxws._http.async_caller import AsyncCaller  # imports aiohttp: only when it is used
 
-        self._caller = AsyncCaller(self._url, self._auth, checked)
+        return AsyncCaller(self._url, self._auth, options)
 
     async def close(self) -> None:
         """Close the pooled connections."""
@@ -527,19 +506,3 @@ def _files(files: Sequence[FaxFile]) -> tuple[tuple[int, int, Source], ...]:
         owner[index] = i
         out.append((index, f.file_type, f.content))  # FaxJobFile's order
     return tuple(out)
-
-
-def _header(raw: Response, name: str, auth: Credentials) -> str | None:
-    """A response header's value for results and logs, with any echoed secret masked."""
-    value = raw.headers.get(name)
-    return None if value is None else auth.redact(value)
-
-
-def _int_header(raw: Response, name: str) -> int | None:
-    value = raw.headers.get(name)
-    if value is None:
-        return None
-    try:
-        return int(value.strip())
-    except ValueError:
-        return None
