@@ -4,7 +4,7 @@ checks the contract and answers."""
 
 from __future__ import annotations
 
-import email.utils
+import io
 import logging
 import re
 import socket
@@ -44,7 +44,7 @@ from faxws.testing._faults import (
     WsError,
 )
 from faxws.testing._oauth import TOKEN_PATH, token_endpoint
-from faxws.testing._operations import HANDLERS, WRITTEN, Call
+from faxws.testing._operations import HANDLERS, Call
 from faxws.testing._records import ReceivedRequest
 from faxws.validation import default_validator, schema_issues
 
@@ -72,20 +72,10 @@ _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _NO_ERROR = WSError(0, "")
 # SOAP 1.1's media type, which standard clients send, and the contract's.
 _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
-# http.client's bounds on a request's header lines: their length and their number.
-_MAX_LINE = 65536
-_MAX_HEADERS = 100
 # A header line as read: a name that is a token (RFC 9110), a colon, and a value without CR,
 # LF or NUL, then its line ending (none on a last line cut short).
 _HEADER_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\0]*\r?\n?")
 _NO_HEADERS = HTTPMessage()  # never changed: those of a request whose headers were not read
-# The email package's parse of one header's lines into its name and value, as its parser
-# calls it for each header (compat32: the policy of http.client's messages).
-_PARSE_HEADER = _NO_HEADERS.policy.header_source_parse
-_SERVICE_LINE = f"POST {PATH} HTTP/1.1\r\n".encode()
-_VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
-# Activity ids are made as request ids are (soap.new_request_id): unique, and with no
-# system call that would hand the interpreter over to another thread on every answer.
 
 
 class Server(ThreadingHTTPServer):
@@ -129,13 +119,26 @@ class Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _Lines:
+    """The stream the headers are read from, keeping each line http.client reads."""
+
+    def __init__(self, stream: io.BufferedIOBase) -> None:
+        self._stream = stream
+        self.read: list[bytes] = []
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self._stream.readline(limit)
+        self.read.append(line)
+        return line
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Server
     # Idle keep-alive connections end after IDLE seconds: a limit the kernel keeps (see
     # setup), not a socket time-out, with which Python polls before every read and write.
     timeout = None
-    # Headers and body go out in separate writes; with Nagle's algorithm on, each answer
+    # Headers and body may go out in separate writes; with Nagle's algorithm on, an answer
     # would wait for the client's delayed ACK.
     disable_nagle_algorithm = True
     error_content_type = "text/plain"
@@ -153,13 +156,15 @@ class Handler(BaseHTTPRequestHandler):
     # connection closes after the answer: they would be read as the next request.
     _unread = 0
     _framing: RejectError | None = None  # why the body's framing is refused, if it is
+    _expect = False  # whether the client waits for 100 Continue before its body
 
     def setup(self) -> None:
         super().setup()
         _limit_waits(self.connection, IDLE)
 
     def handle_one_request(self) -> None:
-        """The standard library's, but for the method's handler, found directly."""
+        """The standard library's, with one route for every method (405 with Allow: POST,
+        or 404 for another path, where it answers 501 to a method it has no do_ method for)."""
         # Nothing of the previous request on this connection may be taken for this one's
         # (the log line of a request line the standard library refuses, say).
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
@@ -178,8 +183,6 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             if self.parse_request():
-                # Every method has its answer (405 with Allow: POST, or 404 for another
-                # path), where the standard library answers 501 to one without a do_ method.
                 self._handle()
         except TimeoutError:
             self.close_connection = True  # a read or a write waited too long
@@ -194,72 +197,31 @@ class Handler(BaseHTTPRequestHandler):
             _linger(self.connection)
 
     def parse_request(self) -> bool:
-        """The request line by the standard library's rules (the service's own read at a
-        glance), then the headers (see :meth:`_read_headers`)."""
-        if self.raw_requestline == _SERVICE_LINE:  # the service's own: read at a glance
-            self.requestline = f"POST {PATH} HTTP/1.1"
-            self.command, self.path, self.request_version = "POST", PATH, "HTTP/1.1"
-            self.close_connection = False
-            return self._after_request_line()
-        self.command = None  # type: ignore[assignment]
-        self.request_version = self.default_request_version
-        self.close_connection = True
-        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        self.requestline = requestline
-        words = requestline.split()
-        if not words:
-            return False
-        if len(words) >= 3:
-            version = words[-1]
-            if version == "HTTP/1.1":
-                number = (1, 1)
-            else:
-                match = _VERSION.fullmatch(version)
-                if match is None:
-                    self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
-                    return False
-                number = int(match[1]), int(match[2])
-            if number >= (1, 1):
-                self.close_connection = False
-            if number >= (2, 0):
-                self.send_error(
-                    HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
-                    f"Invalid HTTP version ({version[5:]})",
-                )
+        """The standard library's, then checks of the header lines it read: one that is not
+        ``name: value`` (a folded line, a CR or NUL in the value, a name that is not a
+        token) gets 400, where the email package would join it to the previous header,
+        split it at a bare CR, or end the headers there and drop the rest unseen. Then the
+        body's framing, and only then 100 Continue."""
+        rfile, lines = self.rfile, _Lines(self.rfile)
+        self.rfile, self._expect = lines, False  # type: ignore[assignment]
+        try:
+            if not super().parse_request():
                 return False
-            self.request_version = version
-        if not 2 <= len(words) <= 3:
-            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({requestline!r})")
+        finally:
+            self.rfile = rfile
+        if not all(map(_HEADER_LINE.fullmatch, lines.read[:-1])):  # the last ends them
+            self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
             return False
-        command, path = words[:2]
-        if len(words) == 2:
-            self.close_connection = True
-            if command != "GET":
-                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad HTTP/0.9 request type ({command!r})")
-                return False
-        # "//path" is a path, never an address without a scheme (as the standard library).
-        self.command, self.path = command, "/" + path.lstrip("/") if path[:2] == "//" else path
-        return self._after_request_line()
-
-    def _after_request_line(self) -> bool:
-        """The headers, then what they ask of the connection."""
-        if not self._read_headers():
-            return False
-        fields = self.fields
-        if "connection" in fields:
-            connection = fields["connection"].lower()
-            if connection == "close":
-                self.close_connection = True
-            elif connection == "keep-alive":
-                self.close_connection = False
+        self.pairs = [(name, value.strip(" \t")) for name, value in self.headers.items()]
+        self.fields = {name.lower(): value for name, value in reversed(self.pairs)}
         self._frame()
         if self._framing is not None:
             self.close_connection = True
             return True  # answered by the route, as it answers a body it refuses
-        if "expect" in fields:
-            expect = fields["expect"].lower()
-            if expect == "100-continue" and self.request_version >= "HTTP/1.1":
-                return self.handle_expect_100()
+        return not self._expect or super().handle_expect_100()
+
+    def handle_expect_100(self) -> bool:
+        self._expect = True  # answered by parse_request once the headers are checked
         return True
 
     def _frame(self) -> None:
@@ -267,16 +229,13 @@ class Handler(BaseHTTPRequestHandler):
         any other framing is refused (:attr:`_framing`), as RFC 9112 section 6.3 asks: two
         readers could each take a different body from it, and the simulator reads no
         chunked body."""
-        fields = self.fields
-        if len(fields) != len(self.pairs):  # a name given twice: a framing one may not be
-            names = [name.lower() for name, _ in self.pairs]
-            if names.count("content-length") > 1 or names.count("transfer-encoding") > 1:
-                self._framing = RejectError(
-                    400, b"Content-Length or Transfer-Encoding given twice\n", "text/plain"
-                )
-                return
-        coding = fields.get("transfer-encoding")
-        length = fields.get("content-length")
+        names = [name.lower() for name, _ in self.pairs]
+        if names.count("content-length") > 1 or names.count("transfer-encoding") > 1:
+            text = b"Content-Length or Transfer-Encoding given twice\n"
+            self._framing = RejectError(400, text, "text/plain")
+            return
+        coding = self.fields.get("transfer-encoding")
+        length = self.fields.get("content-length")
         if coding is not None:
             codings = [c.strip(" \t").lower() for c in coding.split(",")]
             if length is not None:
@@ -289,46 +248,11 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self._framing = RejectError(400, text, "text/plain")
             return
-        if length is None:
-            self._unread = 0
-            return
-        value = declared_length(length)
+        value = 0 if length is None else declared_length(length)
         if value is None:
             self._framing = RejectError(400, b"bad Content-Length\n", "text/plain")
             return
         self._unread = value
-
-    def _read_headers(self) -> bool:
-        """The header lines read as http.client reads them, each parsed by the email package
-        into :attr:`headers` (and :attr:`fields`, :attr:`pairs`); False once refused.
-        Stricter than the standard library: a line that is not ``name: value`` (a name that
-        is not a token, as in an obsolete folded line, or a CR or NUL in the value) gets
-        400, where the email package's parser would end the headers there and drop the rest
-        unseen, or take a bare CR for the end of a line. Checked so, every line is one
-        header, all the parser would find: its per-header parse is called directly (the
-        whole parser costs some 35 us more per request: 0.7x the simulator's rate)."""
-        lines: list[bytes] = []
-        while True:
-            line = self.rfile.readline(_MAX_LINE + 1)
-            if len(line) > _MAX_LINE:
-                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
-                return False
-            if line in (b"\r\n", b"\n", b""):
-                break
-            if len(lines) == _MAX_HEADERS:
-                self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
-                return False
-            lines.append(line)
-        if not all(map(_HEADER_LINE.fullmatch, lines)):
-            self.send_error(HTTPStatus.BAD_REQUEST, "Bad header line")
-            return False
-        parsed = [_PARSE_HEADER([line.decode("iso-8859-1")]) for line in lines]
-        self.headers = message = HTTPMessage()
-        for name, value in parsed:
-            message.set_raw(name, value)
-        self.pairs = [(name, value.strip(" \t")) for name, value in parsed]
-        self.fields = {name.lower(): value for name, value in reversed(self.pairs)}
-        return True
 
     def _secrets(self) -> tuple[str, ...]:
         """What this request's records and lines must never show (found once per request)."""
@@ -347,20 +271,15 @@ class Handler(BaseHTTPRequestHandler):
         whatever the request holds that is a secret is masked."""
         if not _log.isEnabledFor(logging.INFO):
             return
-        fields = self.fields  # empty when the standard library refused the request line
         path = (self.path or "").partition("?")[0]
         line = (
             f"{self.command or '-'} {path or '-'} {self.operation or '-'} {code} "
-            f"request_id={fields.get('x-ch-request-id', '-')}"
+            f"request_id={self.fields.get('x-ch-request-id', '-')}"
         )
-        secrets = self._secrets()
-        if secrets:
-            line = redact(line, secrets)
         # Control characters a client sent would move a terminal's cursor: escaped.
-        _log.info("%s", _printable(line))
+        _log.info("%s", _printable(self._masked(line)))
 
     def _handle(self) -> None:
-        self.operation = None
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
@@ -385,42 +304,33 @@ class Handler(BaseHTTPRequestHandler):
                 if path != PATH:
                     raise RejectError(404, b"not found\n", "text/plain")
                 raise not_allowed()
-            faults = state.faults
-            pending = bool(faults._pending)  # none injected: both stages skip the lookup
-            if pending and isinstance(faults.take(None, before_read=True), CloseBeforeRead):
+            if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
                 ticket = self._record(path, None, arrived)
                 state.settle(ticket, fault=CloseBeforeRead.kind)
-                self.log_request("no answer: close_before_read")
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
+                self._hang_up(CloseBeforeRead.kind)
                 return
-            fields = self.fields
-            content_type = fields.get("content-type")
+            content_type = self.fields.get("content-type")
             # Parsed: SOAP 1.1's media type or the contract's (in strict mode, a deviation);
             # any other body is only read.
-            soap = content_type == CONTENT_TYPE or (
-                (content_type or "").split(";", 1)[0].strip().lower() in _SOAP_TYPES
-            )
+            soap = (content_type or "").split(";", 1)[0].strip().lower() in _SOAP_TYPES
             received = self.receive(parse=soap)
             if received.complete and soap:
                 found = deviations(
-                    content_type, fields.get("soapaction"), received.prolog, received.root
+                    content_type, self.fields.get("soapaction"), received.prolog, received.root
                 )
-                if found:  # they quote the client's headers, which could hold its secrets
-                    received.deviations = tuple(self._masked(d) for d in found)
+                # They quote the client's headers, which could hold its secrets.
+                received.deviations = tuple(self._masked(d) for d in found)
             ticket = self._record(path, received, arrived)
             self.operation = received.operation
             if not received.complete:
                 self.log_request("no answer: the request ended early")
                 self.close_connection = True  # the client went away halfway
                 return
-            fault = faults.take(self.operation, before_read=False) if pending else None
+            fault = state.faults.take(self.operation, before_read=False)
             if fault is not None:
                 state.settle(ticket, fault=fault.kind)
                 if isinstance(fault, CloseAfterRead):
-                    self.log_request("no answer: close_after_read")
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self._hang_up(fault.kind)
                     return
                 if isinstance(fault, DelayResponse) and sim._stopping.wait(fault.seconds):
                     self.close_connection = True  # stop() woke the delay
@@ -429,49 +339,28 @@ class Handler(BaseHTTPRequestHandler):
             if not soap:
                 raise RejectError(415, b"unsupported media type\n", "text/plain")
             status, payload = self._service(received, fault, arrived, request_id)
-            content_type = CONTENT_TYPE
-            extra: dict[str, str] = {}
+            headers = {"Content-Type": CONTENT_TYPE}
         except RejectError as reject:
-            status, payload, content_type = reject.status, reject.body, reject.content_type
-            extra = reject.headers
-            refusal = reject.reason
-            fault = None
+            status, payload, refusal, fault = reject.status, reject.body, reject.reason, None
+            headers = {"Content-Type": reject.content_type, **reject.headers}
         finally:
             if received is not None and received.documents:
                 received.discard()  # the documents no job adopted
-        elapsed = str(int((time.perf_counter() - started) * 1000))
+        headers["x-ch-activity-id"] = new_request_id()
+        headers["x-ch-execution-time"] = str(int((time.perf_counter() - started) * 1000))
+        if request_id is not None:
+            headers["x-ch-request-id"] = request_id
         if ticket is None:  # refused before its body was read (413, a bad Content-Length)
             ticket = self._record(path, None, arrived)
         state.settle(ticket, status=status, refusal=refusal)
-        if fault is None and not extra and len(payload) <= _CHUNK and self.command != "HEAD":
-            # The usual answer: its head written at once, as send() would write it.
-            self.log_request(status)
-            rid = "" if request_id is None else f"x-ch-request-id: {request_id}\r\n"
-            close = _CLOSE if self._closing() else ""
-            head = (
-                f"{_STATUS_LINES.get(status) or _status_line(self, status)}"
-                f"Date: {_http_date()}\r\n"
-                f"Content-Type: {content_type}\r\nx-ch-activity-id: {new_request_id()}\r\n"
-                f"x-ch-execution-time: {elapsed}\r\n{rid}{close}"
-                f"Content-Length: {len(payload)}\r\n\r\n"
-            )
-            if self.request_version != "HTTP/0.9":
-                self.wfile.write(head.encode("latin-1", "strict") + payload)
-            else:
-                self.wfile.write(payload)  # no head, as the standard library answers 0.9
-            return
-        headers = {"Content-Type": content_type}
-        if extra:
-            headers.update(extra)
-        headers["x-ch-activity-id"] = new_request_id()
-        headers["x-ch-execution-time"] = elapsed
-        if request_id is not None:
-            headers["x-ch-request-id"] = request_id
-        if fault is None:
-            self.send(status, headers, payload)
-            return
         drip = fault.seconds if isinstance(fault, SlowDrip) else 0.0
         self.send(status, headers, payload, drip=drip, reset=isinstance(fault, ResetMidResponse))
+
+    def _hang_up(self, fault: str) -> None:
+        """End the connection without an answer, as the injected ``fault`` asks."""
+        self.log_request(f"no answer: {fault}")
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _tools(self, path: str, query: str) -> None:
         """The inbox and the API: not service requests, so not recorded; behind the
@@ -512,49 +401,35 @@ class Handler(BaseHTTPRequestHandler):
         return name in _LOCAL_NAMES or name == self.server.sim._host.strip("[]").lower()
 
     def _record(self, path: str, received: Received | None, arrived: float) -> tuple[int, int]:
-        state = self.server.sim._state
-        headers = dict(self.pairs)
-        if len(headers) != len(self.pairs):  # a name given twice: the first value is kept
-            headers = {}
-            for key, value in self.pairs:
-                headers.setdefault(key, value)
+        headers: dict[str, str] = {}
+        for name, value in self.pairs:
+            headers.setdefault(name, value)  # a name given twice: the first value is kept
         self._secrets()
-        secrets = self._known_set
-        if received is None:
-            record = ReceivedRequest._received(
-                self.command, path, headers, b"", None, 0, True, (), arrived, secrets
-            )
-        else:
-            record = ReceivedRequest._received(
-                self.command,
-                path,
-                headers,
-                received.body if received.retained else b"",
-                received.operation,
-                received.size,
-                received.retained,
-                received.deviations,
-                arrived,
-                secrets,
-            )
-        return state.record(record)
-
-    def _content_length(self) -> int:
-        """The body's length, or its framing's refusal (the connection then closes)."""
-        if self._framing is not None:
-            raise self._framing
-        return self._unread
+        record = ReceivedRequest._received(
+            self.command,
+            path,
+            headers,
+            received.body if received is not None and received.retained else b"",
+            None if received is None else received.operation,
+            0 if received is None else received.size,
+            True if received is None else received.retained,
+            () if received is None else received.deviations,
+            arrived,
+            self._known_set,
+        )
+        return self.server.sim._state.record(record)
 
     def receive(self, *, parse: bool, limit: int = MAX_BODY, whole: bool = False) -> Received:
-        """Read the body in chunks: kept whole when it fits the retained budget; for a SOAP
-        request, parsed (documents spooled) as it arrives, never held whole otherwise."""
-        sim = self.server.sim
-        length = self._content_length()
-        if length > limit:
+        """Read the body in chunks: kept whole when it fits the retained budget (or ``whole``
+        asks); for a SOAP request, parsed (documents spooled) as it arrives."""
+        if self._framing is not None:
+            raise self._framing  # the connection then closes
+        if self._unread > limit:
             self.close_connection = True  # the body is not read, so the stream is lost
             raise RejectError(413, b"request too large\n", "text/plain")
+        sim = self.server.sim
         received = Received(sim._spool if parse else None)
-        received.retained = length <= sim.retained_body_bytes
+        received.retained = self._unread <= sim.retained_body_bytes
         collect = whole or received.retained
         kept: list[bytes] = []
         head = b""
@@ -636,9 +511,8 @@ class Handler(BaseHTTPRequestHandler):
             error,
             arrived,
         )
-        answer = handler(call)
-        written = WRITTEN.get(id(answer))  # a constant answer, written once
-        return 200, document(answer) if written is None else written
+
+        return 200, document(handler(call))
 
     def _authenticate(self, user_id: str, pin: str) -> str:
         """The contract's two rules; anything else is HTTP 401."""
@@ -662,18 +536,44 @@ class Handler(BaseHTTPRequestHandler):
             raise client_fault("wrong user id or PIN", 401)
         return "pin"
 
+    def send(
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        drip: float = 0,
+        reset: bool = False,
+    ) -> None:
+        """Answer with ``body``, its head and it in one write (each write lets another thread
+        run), or as an injected fault delivers it: ``drip`` seconds a byte at a time, or
+        ``reset`` halfway."""
+        head = self._head(status, headers, len(body))
+        if self.command == "HEAD":
+            self.wfile.write(head)
+        elif reset:
+            self.wfile.write(head + body[: len(body) // 2])
+            self.close_connection = True
+            self.server.sim._reset_connection(self.connection)
+        elif drip > 0 and body:
+            self.wfile.write(head)
+            stopping = self.server.sim._stopping
+            pause = drip / len(body)
+            for i in range(len(body)):
+                self.wfile.write(body[i : i + 1])
+                if stopping.wait(pause):
+                    self.close_connection = True  # stop() ends the drip
+                    return
+        elif len(body) <= _CHUNK:
+            self.wfile.write(head + body)
+        else:
+            self.wfile.write(head)
+            self.wfile.write(body)
+
     def send_stream(
         self, status: int, headers: dict[str, str], stream: BinaryIO, size: int
     ) -> None:
         """Answer with ``size`` bytes read from ``stream`` in chunks."""
-        closing = self._closing()
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        if closing:
-            self.send_header("Connection", "close")
-        self.send_header("Content-Length", str(size))
-        self.end_headers()
+        self.wfile.write(self._head(status, headers, size))
         if self.command == "HEAD":
             return
         remaining = size
@@ -685,50 +585,29 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(chunk)
             remaining -= len(chunk)
 
-    def send(
-        self,
-        status: int,
-        headers: dict[str, str],
-        body: bytes,
-        drip: float = 0,
-        reset: bool = False,
-    ) -> None:
-        if not drip and not reset and self.request_version != "HTTP/0.9":
-            self._send_whole(status, headers, body)
-            return
+    def _head(self, status: int, headers: dict[str, str], size: int) -> bytes:
+        """An answer's head as send_response, send_header and end_headers write it (none to
+        HTTP/0.9), with Connection: close when the connection closes after the answer."""
+        self.log_request(status)
         closing = self._closing()
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        if closing:
-            self.send_header("Connection", "close")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command == "HEAD":
-            return
-        if reset:
-            self.wfile.write(body[: len(body) // 2])
-            self.wfile.flush()
-            self.close_connection = True
-            self.server.sim._reset_connection(self.connection)
-            return
-        if drip > 0 and body:
-            stopping = self.server.sim._stopping
-            pause = drip / len(body)
-            for i in range(len(body)):
-                self.wfile.write(body[i : i + 1])
-                self.wfile.flush()
-                if stopping.wait(pause):
-                    self.close_connection = True  # stop() ends the drip
-                    return
-            return
-        self.wfile.write(body)
+        if self.request_version == "HTTP/0.9":
+            return b""
+        reason = self.responses[status][0] if status in self.responses else ""
+        lines = [
+            f"{self.protocol_version} {status} {reason}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+            *(f"{name}: {value}" for name, value in headers.items()),
+            *(["Connection: close"] if closing else []),
+            f"Content-Length: {size}",
+        ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "strict")
 
     def _closing(self) -> bool:
-        """Whether the connection closes after the answer about to be written; every
-        answer's head asks. The rest of a body no one read is read and dropped first when it
-        is short (the connection then stays open); a longer one, or one whose length is not
-        known, closes the connection, as it would otherwise be read as the next request."""
+        """Whether the connection closes after the answer about to be written. The rest of a
+        body no one read is read and dropped first when it is short (the connection then
+        stays open); a longer one, or one whose length is not known, closes the connection,
+        as it would otherwise be read as the next request."""
         left = self._unread
         if left and not self.close_connection:
             if 0 < left <= _DRAIN:
@@ -736,52 +615,6 @@ class Handler(BaseHTTPRequestHandler):
             if self._unread:
                 self.close_connection = True
         return self.close_connection
-
-    def _send_whole(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        """The answer in one write, head and body (as send_response, send_header and
-        end_headers would write them, in two): each write lets another thread run."""
-        self.log_request(status)
-        head = [f"{_status_line(self, status)}Date: {_http_date()}\r\n"]
-        for key, value in headers.items():
-            head.append(f"{key}: {value}\r\n")
-        if self._closing():
-            head.append(_CLOSE)
-        head.append(f"Content-Length: {len(body)}\r\n\r\n")
-        data = "".join(head).encode("latin-1", "strict")
-        if self.command == "HEAD":
-            self.wfile.write(data)
-        elif len(body) <= _CHUNK:
-            self.wfile.write(data + body)
-        else:
-            self.wfile.write(data)
-            self.wfile.write(body)
-
-
-_CLOSE = "Connection: close\r\n"
-_date = (0, "")  # the Date header of the current second, shared by every thread
-# Each status's first line and Server header, as send_response writes them.
-_STATUS_LINES: dict[int, str] = {}
-
-
-def _status_line(handler: Handler, status: int) -> str:
-    """The status line and the Server header, as send_response writes them."""
-    found = _STATUS_LINES.get(status)
-    if found is None:
-        reason = handler.responses[status][0] if status in handler.responses else ""
-        found = f"{handler.protocol_version} {status} {reason}\r\n"
-        found += f"Server: {handler.server_version} {handler.sys_version}\r\n"
-        _STATUS_LINES[status] = found
-    return found
-
-
-def _http_date() -> str:
-    global _date
-    now = int(time.time())
-    second, text = _date
-    if second != now:
-        text = email.utils.formatdate(now, usegmt=True)
-        _date = (now, text)
-    return text
 
 
 def _limit_waits(sock: socket.socket, seconds: int) -> None:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from faxws._protocol.writer import document
 from faxws.bindings import (
     FaxJobId,
     FaxJobIds,
@@ -21,7 +20,7 @@ from faxws.testing._answers import client_fault, server_fault
 from faxws.testing._documents import Received
 from faxws.testing._state import State, StoreError
 
-__all__ = ["HANDLERS", "REPORT_ACCEPTED", "REPORT_UNKNOWN_JOB", "WRITTEN", "Call"]
+__all__ = ["HANDLERS", "Call"]
 
 #: The error the service answers for a job id it does not know (public, from the vendor).
 INVALID_JOB_ID = WSError(-5019, "Invalid Job ID")
@@ -78,22 +77,14 @@ def send_fax(call: Call) -> FaxSendResponse:
     )
 
 
-#: A report's two usual answers: the same values every time, so written once (see WRITTEN).
-REPORT_ACCEPTED = GetFaxBroadcastReportResponse(return_=True, ws_error=WSError(0, ""))
-REPORT_UNKNOWN_JOB = GetFaxBroadcastReportResponse(return_=False, ws_error=INVALID_JOB_ID)
-
-
 def get_fax_broadcast_report(call: Call) -> GetFaxBroadcastReportResponse:
     request: GetFaxBroadcastReport = call.request
-    error = call.error
-    if error.error_code == 0:
-        known = call.state.known_job(request.user_id, request.job_id)
-        return REPORT_ACCEPTED if known else REPORT_UNKNOWN_JOB
-    return GetFaxBroadcastReportResponse(return_=False, ws_error=error)
+    if call.error.error_code != 0:
+        return GetFaxBroadcastReportResponse(return_=False, ws_error=call.error)
+    known = call.state.known_job(request.user_id, request.job_id)
+    error = WSError(0, "") if known else INVALID_JOB_ID
+    return GetFaxBroadcastReportResponse(return_=known, ws_error=error)
 
-
-#: The bytes of the answers that are constants, by the answer object's identity.
-WRITTEN = {id(answer): document(answer) for answer in (REPORT_ACCEPTED, REPORT_UNKNOWN_JOB)}
 
 HANDLERS: Mapping[str, Callable[[Call], object]] = {
     "SendFax": send_fax,
