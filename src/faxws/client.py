@@ -48,9 +48,7 @@ RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
 
 
-def service_url(
-    base_url: str, *, credentials: bool = True, allow_insecure_http: bool = False
-) -> str:
+def service_url(base_url: str, *, allow_insecure_http: bool = False) -> str:
     """``{base_url}/fax/v5``, after checking that ``base_url`` is a plain service root."""
     if not isinstance(base_url, str):
         raise BadInputError("base_url", f"must be a str, not {type(base_url).__name__}")
@@ -73,8 +71,7 @@ def service_url(
         raise BadInputError("base_url", "must not contain a query (?...)")
     if "#" in base_url or parts.fragment:
         raise BadInputError("base_url", "must not contain a fragment (#...)")
-    insecure = parts.scheme == "http" and credentials and not allow_insecure_http
-    if insecure and not is_loopback(parts.hostname):
+    if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
         raise BadInputError(
             "base_url",
             f"plain http to {parts.hostname} would expose the credentials; use https "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -85,8 +84,6 @@ def soap_payload(root: etree._Element) -> etree._Element:
             break
     else:
         raise ReadError("the SOAP envelope has no Body")
-    if len(body) == 1 and isinstance(body[0].tag, str):
-        return body[0]  # as answers are written: the payload alone
     children = [c for c in body if isinstance(c.tag, str)]
     if len(children) != 1:
         raise ReadError(f"the SOAP Body holds {len(children)} elements, expected 1")
@@ -153,15 +150,12 @@ class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the 
         self.element = element  # the child at fault, when its position is not known yet
 
 
-_UNBOUNDED = sys.maxsize
-
-
 class _Reader:
     """The reader of one generated class, compiled once from its description: each child's
     tag mapped to its field ahead, so that reading an element is one pass over its children.
     Paths for messages are put together only when something does not fit."""
 
-    __slots__ = ("_cls", "_fields", "_index", "_list", "_tags", "_types", "tag")
+    __slots__ = ("_cls", "_fields", "_index", "_list", "tag")
 
     def __init__(self, cls: type[Any]) -> None:
         xml: XmlType = cls.__xml__
@@ -170,11 +164,6 @@ class _Reader:
         self.tag = f"{{{namespace}}}{xml.name}"  # the element's own
         self._fields = xml.fields
         self._index = {f"{{{namespace}}}{f.name}": i for i, f in enumerate(xml.fields)}
-        flat = all(f.max_occurs == 1 and f.complex_type is None for f in xml.fields)
-        # A type of single text elements (a job id, a recipient, an error) is read in one
-        # step when its children are exactly its fields in order, as answers write them.
-        self._tags = list(self._index) if flat else None
-        self._types = [f.xsd_type for f in xml.fields]
         self._list = _list_reader(cls)
 
     def read(self, element: etree._Element, unknown: list[tuple[str, str]]) -> Any:
@@ -184,13 +173,6 @@ class _Reader:
             found_list = self._list(element)
             if found_list is not None:
                 return found_list
-        if self._tags is not None:
-            children = list(element)
-            if [c.tag for c in children] == self._tags:
-                try:
-                    return self._cls(*map(_scalar, self._types, children))
-                except _Misfit:
-                    pass  # told again below, with its place
         index = self._index
         found: list[list[etree._Element]] = [[] for _ in self._fields]
         for child in element:
@@ -340,10 +322,9 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _maybe_delivered(status: int) -> bool:
-    """A final answer without a SOAP fault: only a redirect (3xx) or a refusal (4xx) says the
-    request was not taken; anything else (5xx, or an unexpected 1xx or 2xx) may follow it."""
-    return not 300 <= status < 500
+def body_excerpt(content: bytes, redact: Redact) -> str:
+    """The start of a response body for an error, as text with the secrets masked."""
+    return excerpt(redact(decode_text(content[:4000])))
 
 
 def payload_of(
@@ -353,31 +334,12 @@ def payload_of(
     means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
     without a fault), ProtocolError (not a readable SOAP answer). ``root``: the answer's
     document element, when lxml parsed it already."""
-
-    def body_text() -> str:
-        return excerpt(redact(decode_text(content[:4000])))
-
+    payload: etree._Element | None = None
     try:
         payload = soap_payload(parse_document(content) if root is None else root)
     except ReadError as exc:
-        if status in (401, 403):
-            raise AuthenticationError(
-                f"the service rejected the credentials (HTTP {status})",
-                request_id=rid,
-                status_code=status,
-            ) from None
-        if not 200 <= status < 300:
-            raise HTTPStatusError(
-                f"HTTP {status} without a SOAP answer",
-                request_id=rid,
-                status_code=status,
-                body_excerpt=body_text(),
-                maybe_delivered=_maybe_delivered(status),
-            ) from None
-        raise ProtocolError(
-            exc.message, request_id=rid, status_code=status, body_excerpt=body_text()
-        ) from None
-    fault = fault_of(payload)
+        unreadable = exc.message
+    fault = None if payload is None else fault_of(payload)
     if status in (401, 403):
         raise AuthenticationError(
             f"the service rejected the credentials (HTTP {status})"
@@ -390,11 +352,25 @@ def payload_of(
         raise SoapFaultError(redact(fault[0]), redact(fault[1]), request_id=rid, status_code=status)
     if not 200 <= status < 300:
         raise HTTPStatusError(
-            f"HTTP {status} with a SOAP answer that is not a fault",
+            f"HTTP {status} "
+            + (
+                "without a SOAP answer"
+                if payload is None
+                else "with a SOAP answer that is not a fault"
+            ),
             request_id=rid,
             status_code=status,
-            body_excerpt=body_text(),
-            maybe_delivered=_maybe_delivered(status),
+            body_excerpt=body_excerpt(content, redact),
+            # Only a redirect (3xx) or a refusal (4xx) says the request was not taken; anything
+            # else (5xx, or an unexpected 1xx) may follow it.
+            maybe_delivered=not 300 <= status < 500,
+        )
+    if payload is None:
+        raise ProtocolError(
+            unreadable,
+            request_id=rid,
+            status_code=status,
+            body_excerpt=body_excerpt(content, redact),
         )
     return payload
 
@@ -444,5 +420,5 @@ def interpret(
             exc.message,
             request_id=rid,
             status_code=status,
-            body_excerpt=excerpt(redact(decode_text(content[:4000]))),
+            body_excerpt=body_excerpt(content, redact),
         ) from None
