@@ -1,20 +1,12 @@
 """Generate typed bindings (:mod:`faxws.bindings`) from a FaxWS WSDL (``make bindings``).
 
-The WSDL and the schemas it holds or imports are read with lxml: the SOAP 1.1 binding's
-operations (soapAction, input and output elements) and, for every element and complex type of
-the operations' namespace, its children in order with their built-in or complex types,
-occurrences, defaults and ``xs:documentation``. Each construct is handled explicitly; anything
-else stops the generator with a :class:`CodegenError` naming the construct and where it is, so
-nothing is dropped silently. zeep is not needed here: its public API does not list a binding's
+The WSDL and its schemas are read with lxml, not zeep: zeep's API does not list a binding's
 operations, and its model flattens constructs (choices, extensions, attributes) that the
-bindings cannot express and must refuse by name.
+bindings cannot express and must refuse by name. Every construct is handled explicitly; any
+other stops the generator with a :class:`CodegenError` naming it and where it is. Names are
+resolved, never compared as text. The output is deterministic and formatted by the pinned ruff.
 
-Namespace prefixes and attribute order do not matter (names are resolved, never compared as
-text). The output is deterministic (no timestamps, schema order) and formatted by the ruff
-version pinned in ``pyproject.toml``, so it does not change when ruff's style does.
-
-Usage: ``python -m faxws._codegen [--wsdl PATH] [--output PATH]``; without ``--output`` the
-module is written to standard output.
+Usage: ``python -m faxws._codegen [--wsdl PATH] [--output PATH]`` (default: standard output).
 """
 
 from __future__ import annotations
@@ -49,12 +41,11 @@ PY_TYPES = {
 
 # Module-level names of the generated module and the names its annotations use: a class or an
 # attribute named like one of them would shadow it, so such names get a trailing underscore.
-_MODULE_NAMES = frozenset(
+_RESERVED = frozenset(
     {"annotations", "dataclass", "ClassVar", "Final", "BinaryContent", "Operation", "XmlField"}
-    | {"Any", "Mapping"}
-    | {"XmlType", "NAMESPACE", "Binary", "OPERATIONS", "ELEMENTS"}
+    | {"Any", "Mapping", "XmlType", "NAMESPACE", "Binary", "OPERATIONS", "ELEMENTS"}
+    | {"str", "int", "bool", "bytes", "tuple", "None"}
 )
-_ANNOTATION_NAMES = frozenset({"str", "int", "bool", "bytes", "tuple", "None"})
 
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, remove_pis=True
@@ -67,9 +58,12 @@ class CodegenError(Exception):
     """The WSDL uses a construct the generator does not support, or is not readable."""
 
 
+_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
 def attr_name(xml_name: str) -> str:
     """``RecipFaxNumber`` -> ``recip_fax_number``; ``return`` -> ``return_``."""
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", xml_name).lower()
+    snake = _WORD_BREAK.sub("_", xml_name).lower()
     snake = snake.replace("-", "_").replace(".", "_")
     return snake + "_" if keyword.iskeyword(snake) else snake
 
@@ -86,7 +80,7 @@ def _python_name(name: str, reserved: frozenset[str] | set[str], what: str) -> s
 def class_name(xml_name: str, what: str) -> str:
     """The Python class of a type or element: its XML name, made a safe identifier."""
     name = xml_name.replace("-", "_").replace(".", "_")
-    return _python_name(name, _MODULE_NAMES | _ANNOTATION_NAMES, what)
+    return _python_name(name, _RESERVED, what)
 
 
 def _one_line(text: str) -> str:
@@ -291,18 +285,11 @@ class _Schemas:
         return root, path
 
 
-_SCHEMA_CHILDREN = (
-    "import",
-    "include",
-    "complexType",
-    "simpleType",
-    "element",
-    "annotation",
-    # Definitions that are not types: only a reference to them (refused where it is) matters.
-    "attribute",
-    "attributeGroup",
-    "group",
-    "notation",
+# Of the definitions that are not types (attribute, attributeGroup, group, notation) only a
+# reference to one matters, and it is refused where it is.
+_SCHEMA_CHILDREN = frozenset(
+    {"import", "include", "complexType", "simpleType", "element", "annotation"}
+    | {"attribute", "attributeGroup", "group", "notation"}
 )
 _ELEMENT_ATTRIBUTES = frozenset(
     {"name", "type", "ref", "minOccurs", "maxOccurs", "nillable", "default", "form", "id"}
@@ -447,10 +434,6 @@ class _Model:
             raise CodegenError(f"{other} and {what} would both be the class {name}")
         return name
 
-    def _add(self, cls: _Class) -> None:
-        # Added after its children: classes come out in dependency order.
-        self.classes[cls.name] = cls
-
     def _lookup_element(self, q: QName, what: str) -> tuple[etree._Element, _Schema]:
         found = self.schemas.elements.get(q)
         if found is None:
@@ -470,11 +453,7 @@ class _Model:
             return self._class_of[key]
         what = f"element {q[1]}"
         node, schema = self._lookup_element(q, what)
-        for child in _children(node):
-            if not _is(child, XS, "annotation", "complexType"):
-                raise CodegenError(f"{what}: {_construct(child)} is not supported")
-        anonymous = node.find(f"{{{XS}}}complexType")
-        type_ref = node.get("type")
+        anonymous, type_ref = _declared_type(node, what)
         if type_ref is not None:
             tq = _resolve(node, type_ref, what)
             if tq not in self.schemas.types:
@@ -488,15 +467,14 @@ class _Model:
         elif anonymous is not None:
             fields = []
             doc = _documentation(node) or _documentation(anonymous)
-        else:
-            raise CodegenError(f"{what}: no type (xs:anyType) is not supported")
         name = self._claim(class_name(q[1], what), what)
         self._class_of[key] = name
         if anonymous is not None:
             self._busy.add(key)
             fields = self._complex_fields(anonymous, schema, name, what)
             self._busy.discard(key)
-        self._add(_Class(name, q[1], doc, fields))
+        # Added after its children: classes come out in dependency order.
+        self.classes[name] = _Class(name, q[1], doc, fields)
         return name
 
     def _type_class(self, q: QName) -> str:
@@ -507,7 +485,7 @@ class _Model:
         name = self._claim(class_name(q[1], what), what)
         fields = self._fields_of_type(q)
         self._class_of[key] = name
-        self._add(_Class(name, q[1], _documentation(self.schemas.types[q][0]), fields))
+        self.classes[name] = _Class(name, q[1], _documentation(self.schemas.types[q][0]), fields)
         return name
 
     def _fields_of_type(self, q: QName) -> list[_Field]:
@@ -593,19 +571,15 @@ class _Model:
         self, node: etree._Element, name: str, owner: str, schema: _Schema, where: str
     ) -> tuple[str, str]:
         """(built-in type, "") or ("", class name) of an element declaration."""
-        for child in _children(node):
-            if not _is(child, XS, "annotation", "complexType"):
-                raise CodegenError(f"{where}: {_construct(child)} is not supported")
-        anonymous = node.find(f"{{{XS}}}complexType")
-        type_ref = node.get("type")
+        anonymous, type_ref = _declared_type(node, where)
         if anonymous is not None:
             nested = owner + name[:1].upper() + name[1:]
             cls = self._claim(class_name(nested, where), f"{where} (anonymous type)")
             fields = self._complex_fields(anonymous, schema, cls, f"{where} (anonymous type)")
-            self._add(_Class(cls, name, _documentation(anonymous) or _documentation(node), fields))
+            doc = _documentation(anonymous) or _documentation(node)
+            self.classes[cls] = _Class(cls, name, doc, fields)
             return "", cls
-        if type_ref is None:
-            raise CodegenError(f"{where}: no type (xs:anyType) is not supported")
+        assert type_ref is not None  # _declared_type refuses an element with neither
         q = _resolve(node, type_ref, where)
         if q[0] == XS:
             if q[1] not in PY_TYPES:
@@ -630,6 +604,18 @@ class _Model:
         raise CodegenError(f"{where}: type {type_ref} is not defined")
 
 
+def _declared_type(node: etree._Element, what: str) -> tuple[etree._Element | None, str | None]:
+    """An element declaration's anonymous complex type and ``type`` attribute (not both None)."""
+    for child in _children(node):
+        if not _is(child, XS, "annotation", "complexType"):
+            raise CodegenError(f"{what}: {_construct(child)} is not supported")
+    anonymous = node.find(f"{{{XS}}}complexType")
+    type_ref = node.get("type")
+    if anonymous is None and type_ref is None:
+        raise CodegenError(f"{what}: no type (xs:anyType) is not supported")
+    return anonymous, type_ref
+
+
 def _describe_simple(node: etree._Element) -> str:
     parts = [_construct(c) for c in _children(node) if not _is(c, XS, "annotation")]
     for restriction in node.findall(f"{{{XS}}}restriction"):
@@ -650,30 +636,33 @@ def _default_literal(value: str, xsd_type: str, where: str) -> str:
     raise CodegenError(f"{where}: a default value for this type is not supported")
 
 
-def _docstring(text: str, indent: str) -> list[str]:
-    return [f'{indent}"""{_escape(text or "Not documented.")}"""']
+def _docstring(text: str) -> str:
+    return f'    """{_escape(text or "Not documented.")}"""'
+
+
+_HEADER = '''\
+# Generated from {source} by `make bindings` (python -m faxws._codegen).
+# Do not edit: change the WSDL or XSD and regenerate.
+"""Typed bindings of the FaxWS schema: a frozen dataclass per element and type."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from faxws._protocol.xsd import BinaryContent, Operation, XmlField, XmlType
+
+NAMESPACE: Final = {namespace}
+
+#: base64Binary content: bytes, or content streamed while sending.
+Binary = bytes | BinaryContent'''
 
 
 def _render(model: _Model, source: str) -> str:
-    out: list[str] = [
-        f"# Generated from {_one_line(source)} by `make bindings` (python -m faxws._codegen).",
-        "# Do not edit: change the WSDL or XSD and regenerate.",
-        '"""Typed bindings of the FaxWS schema: a frozen dataclass per element and type."""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "from collections.abc import Mapping",
-        "from dataclasses import dataclass",
-        "from typing import Any, ClassVar, Final",
-        "",
-        "from faxws._protocol.xsd import BinaryContent, Operation, XmlField, XmlType",
-        "",
-        f"NAMESPACE: Final = {_str(model.namespace)}",
-        "",
-        "#: base64Binary content: bytes, or content streamed while sending.",
-        "Binary = bytes | BinaryContent",
-    ]
-    reserved = _ANNOTATION_NAMES | _MODULE_NAMES | set(model.classes)
+    """The module, laid out loosely: ruff formats it (trailing commas keep one item a line)."""
+    out = [_HEADER.format(source=_one_line(source), namespace=_str(model.namespace))]
+    reserved = _RESERVED | set(model.classes)
     for cls in model.classes.values():
         attrs: dict[str, str] = {}
         for f in cls.fields:
@@ -686,65 +675,50 @@ def _render(model: _Model, source: str) -> str:
             attrs[attr] = f.name
         attr_of = dict(zip((id(f) for f in cls.fields), attrs, strict=True))
         out += ["", "", "@dataclass(frozen=True, slots=True)", f"class {cls.name}:"]
-        out += _docstring(cls.doc, "    ")
-        out.append("")
-        required = [f for f in cls.fields if f.required]
-        for f in required + [f for f in cls.fields if not f.required]:
+        out += [_docstring(cls.doc), ""]
+        for f in sorted(cls.fields, key=lambda f: not f.required):  # the required ones first
             default = "" if f.required else f" = {f.default or 'None'}"
-            out.append(f"    {attr_of[id(f)]}: {f.annotation}{default}")
-            out += _docstring(f.doc, "    ")
+            out += [f"    {attr_of[id(f)]}: {f.annotation}{default}", _docstring(f.doc)]
+        xml_fields = "".join(
+            f"XmlField({_str(attr_of[id(f)])}, {_str(f.name)}, {_str(f.xsd_type)}, "
+            f"{f.complex_name or 'None'}, {f.min_occurs}, {f.max_occurs}), "
+            for f in cls.fields
+        )
         out += [
             "",
-            "    __xml__: ClassVar[XmlType] = XmlType(",
-            f"        {_str(cls.xml_name)},",
-            "        (",
+            f"    __xml__: ClassVar[XmlType] = XmlType({_str(cls.xml_name)}, ({xml_fields}),)",
         ]
-        for f in cls.fields:
-            complex_ref = f.complex_name or "None"
-            max_occurs = "None" if f.max_occurs is None else str(f.max_occurs)
-            out.append(
-                f"            XmlField({_str(attr_of[id(f)])}, {_str(f.name)}, {_str(f.xsd_type)}, "
-                f"{complex_ref}, {f.min_occurs}, {max_occurs}),"
-            )
-        out += ["        ),", "    )"]
     # Each operation is a typed constant (Operation[Request, Response]), so that a client's
     # call returns the output class without a cast; OPERATIONS maps the names to them.
     constants: dict[str, str] = {}
     for op in model.operations:
         constant = _python_name(
-            re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op.name).upper(),
+            _WORD_BREAK.sub("_", op.name).upper(),
             reserved | set(constants.values()),
             f"operation {op.name}",
         )
         constants[op.name] = constant
+        classes = f"{model.element_class(op.input)}, {model.element_class(op.output)}"
         out += [
             "",
             "",
-            f"{constant}: Final = Operation(",
-            f"    {_str(op.name)},",
-            f"    {_str(op.soap_action)},",
-            f"    {model.element_class(op.input)},",
-            f"    {model.element_class(op.output)},",
-            f"    {_str(op.doc)},",
-            ")",
+            f"{constant}: Final = Operation({_str(op.name)}, {_str(op.soap_action)}, {classes}, "
+            f"{_str(op.doc)},)",
         ]
+    elements = {q[1]: q for op in model.operations for q in (op.input, op.output)}
     out += [
         "",
         "#: Operations of the binding, by name.",
-        "OPERATIONS: Final[Mapping[str, Operation[Any, Any]]] = {",
-    ]
-    for name, constant in constants.items():
-        out.append(f"    {_str(name)}: {constant},")
-    out += [
-        "}",
+        "OPERATIONS: Final[Mapping[str, Operation[Any, Any]]] = {"
+        + "".join(f"{_str(name)}: {constant}, " for name, constant in constants.items())
+        + "}",
         "",
         "#: Classes of the top-level elements, by element name.",
-        "ELEMENTS: Final = {",
+        "ELEMENTS: Final = {"
+        + "".join(f"{_str(name)}: {model.element_class(q)}, " for name, q in elements.items())
+        + "}",
+        "",
     ]
-    elements = {q[1]: q for op in model.operations for q in (op.input, op.output)}
-    for name, q in elements.items():
-        out.append(f"    {_str(name)}: {model.element_class(q)},")
-    out += ["}", ""]
     return "\n".join(out)
 
 
