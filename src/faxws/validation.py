@@ -1,16 +1,9 @@
 """Validation of SOAP payloads against the FaxWS schema (``wsdl/FaxWS.xsd``).
 
->>> validate(b'<GetFaxBroadcastReport xmlns="urn:FaxWS"><UserID>u</UserID>'
-...          b'</GetFaxBroadcastReport>')[0].message
-'missing child element; expected strPIN'
-
-A document is a whole SOAP 1.1 envelope (Envelope, optional Header, Body with exactly one
-payload element) or a bare payload element; any request or response element of the schema.
-Hostile documents (a DTD, entities, external references, non-XML) give an issue; nothing is
-ever fetched or expanded, and the parser's size and depth limits stay on.
-
-The schema is compiled once per process; a thread validating while others do uses a compiled
-copy of its own (see ``Validator._validate``), so no validation waits for another.
+A document is a SOAP 1.1 envelope (optional Header, Body with exactly one payload element) or
+a bare payload element. Hostile documents (a DTD, entities, non-XML) give an issue: nothing is
+fetched or expanded, and the parser's size and depth limits stay on. The schema is compiled
+once per process; a thread validating while others do uses a compiled copy of its own.
 """
 
 from __future__ import annotations
@@ -87,11 +80,7 @@ class Validator:
     def __init__(self, xsd: bytes | None = None, *, base_url: str | None = None) -> None:
         parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
         data = xsd if xsd is not None else _resources.read_xsd()
-        doc = (
-            etree.fromstring(data, parser, base_url=base_url)
-            if base_url is not None
-            else etree.fromstring(data, parser)
-        )
+        doc = etree.fromstring(data, parser, base_url=base_url)  # type: ignore[arg-type]  # lxml's default is None
         self.namespace = doc.get("targetNamespace") or ""
         self.elements = frozenset(
             str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
@@ -110,15 +99,26 @@ class Validator:
 
     def validate(self, document: Document, *, max_issues: int | None = None) -> ValidationIssues:
         """See :func:`validate`."""
-        limit = _check_max_issues(max_issues)
-        root, issues = _load(document)
-        if root is None:
-            return ValidationIssues(issues)
-        return self._check(root, limit)
+        _check_max_issues(max_issues)
+        payload = _payload(document)
+        if isinstance(payload, ValidationIssues):
+            return payload
+        qname = etree.QName(payload)
+        if qname.localname not in self.elements:
+            known = ", ".join(sorted(self.elements))
+            message = f"unknown root element; expected one of {known}"
+            return _one(_line(payload), f"/{qname.localname}", message)
+        if qname.namespace != self.namespace:
+            where = f"namespace {qname.namespace!r}" if qname.namespace else "no namespace"
+            message = f"{qname.localname} is in {where}, not {self.namespace!r}"
+            return _one(_line(payload), f"/{qname.localname}", message)
+        return self.schema_issues(payload, max_issues=max_issues)
 
     def validate_or_raise(self, document: Document, *, max_issues: int | None = None) -> None:
         """See :func:`validate_or_raise`."""
-        _raise_issues(self.validate(document, max_issues=max_issues))
+        issues = self.validate(document, max_issues=max_issues)
+        if issues:
+            raise BadInputError(issues[0].path, issues[0].message, issues=issues)
 
     def schema_issues(
         self, payload: etree._Element, *, max_issues: int | None = None
@@ -127,27 +127,19 @@ class Validator:
 
         ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
         """
-        return self._issues(payload, _check_max_issues(max_issues))
-
-    def _issues(self, payload: etree._Element, limit: int | None) -> ValidationIssues:
-        """The issues of ``payload``, the first ``limit`` of them (None: all)."""
-        tree = _Tree(payload)
+        limit = _check_max_issues(max_issues)
         errors = self._validate(payload)
-        total = len(errors)
-        found = [
-            (e.line, payload, tuple(s for s in (e.path or "").split("/") if s)[1:], e.message)
-            for e in errors[:limit]
-        ]
+        tree = _Tree(payload)
         readable: dict[str, str] = {}  # the same few messages come back for many elements
-        issues = ValidationIssues(total=total)
-        for line, base, steps, text in found[:limit]:
-            node = tree.walk(base, steps)
-            message = readable.get(text)
+        issues = ValidationIssues(total=len(errors))
+        for error in errors[:limit]:
+            steps = tuple(s for s in (error.path or "").split("/") if s)[1:]
+            node = tree.walk(payload, steps)
+            message = readable.get(error.message)
             if message is None:
-                message = readable[text] = _readable(text, self.namespace)
-            issues.append(
-                ValidationIssue(line, tree.path(node if node is not None else payload), message)
-            )
+                message = readable[error.message] = _readable(error.message, self.namespace)
+            path = tree.path(node if node is not None else payload)
+            issues.append(ValidationIssue(error.line, path, message))
         return issues
 
     def is_valid(self, payload: etree._Element) -> bool:
@@ -158,12 +150,11 @@ class Validator:
     def _validate(self, payload: etree._Element) -> list[etree._LogEntry]:
         """libxml2's errors for ``payload``, in the order it found them (none when valid).
 
-        Each validation runs in its own libxml2 context, but lxml keeps the error log on the
-        schema object and clears it on every call: a copy used by two threads at once could
-        hand one thread the other's errors. So each call takes a compiled copy no other
-        thread is using (compiling one takes a fraction of a millisecond, and it is kept for
-        the next call): nothing waits, and an invalid document is validated once, not a
-        second time under a lock to read its errors.
+        lxml keeps the error log on the schema object and clears it on every call, so a copy
+        used by two threads at once could hand one thread the other's errors. Each call takes
+        a compiled copy no other thread is using (compiling one takes a fraction of a
+        millisecond, and it is kept for the next call): nothing waits, and an invalid
+        document is validated once, not again under a lock to read its errors.
         """
         try:
             schema = self._idle.pop()  # list.pop and list.append are atomic
@@ -176,52 +167,6 @@ class Validator:
             return errors
         finally:
             self._idle.append(schema)
-
-    def _check(self, root: etree._Element, max_issues: int | None = None) -> ValidationIssues:
-        qname = etree.QName(root)
-        if qname.namespace == SOAP12_NS and qname.localname == "Envelope":
-            return ValidationIssues(
-                [
-                    ValidationIssue(
-                        _line(root), "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1"
-                    )
-                ]
-            )
-        if qname.namespace == SOAP11_NS and qname.localname == "Envelope":
-            payload, issues = _envelope_payload(root)
-            if payload is None:
-                return ValidationIssues(issues)
-            root = payload
-        return self._check_payload(root, max_issues)
-
-    def _check_payload(
-        self, payload: etree._Element, max_issues: int | None = None
-    ) -> ValidationIssues:
-        qname = etree.QName(payload)
-        line = _line(payload)
-        if qname.localname not in self.elements:
-            known = ", ".join(sorted(self.elements))
-            return ValidationIssues(
-                [
-                    ValidationIssue(
-                        line,
-                        f"/{qname.localname}",
-                        f"unknown root element; expected one of {known}",
-                    )
-                ]
-            )
-        if qname.namespace != self.namespace:
-            where = f"namespace {qname.namespace!r}" if qname.namespace else "no namespace"
-            return ValidationIssues(
-                [
-                    ValidationIssue(
-                        line,
-                        f"/{qname.localname}",
-                        f"{qname.localname} is in {where}, not {self.namespace!r}",
-                    )
-                ]
-            )
-        return self._issues(payload, max_issues)
 
 
 _default: Validator | None = None
@@ -246,22 +191,15 @@ def schema_issues(payload: etree._Element, *, max_issues: int | None = None) -> 
 # -- paths and messages -----------------------------------------------------------------------
 
 
-def element_path(element: etree._Element, root: etree._Element | None = None) -> str:
-    """``/SendFax/Recipients/item[2]/RecipFaxNumber``: local names from ``root`` down, with a
-    position where an element has same-named siblings."""
-    return _Tree(root).path(element)
-
-
 _STEP = re.compile(r"^(?:(?P<prefix>[^:\[\]]+):)?(?P<name>[^:\[\]]+)(?:\[(?P<pos>\d+)\])?$")
 
 
 class _Tree:
     """Children, sibling positions and paths below ``root``, each worked out once per parent
-    (or element) and kept: the paths of N errors among many siblings then cost
-    O(document + N), where scanning the siblings again for every error cost O(N x siblings).
-    One object serves one document, while it is not changed."""
+    (or element) and kept, so that the paths of N errors among many siblings cost
+    O(document + N), not O(N x siblings). One object serves one unchanged document."""
 
-    def __init__(self, root: etree._Element | None) -> None:
+    def __init__(self, root: etree._Element) -> None:
         self.root = root
         self._children: dict[etree._Element, list[etree._Element]] = {}
         self._named: dict[etree._Element, dict[str, list[etree._Element]]] = {}
@@ -301,7 +239,8 @@ class _Tree:
         return node
 
     def path(self, element: etree._Element) -> str:
-        """See :func:`element_path`; the paths of the ancestors are kept for the next call."""
+        """``/SendFax/Recipients/item[2]/RecipFaxNumber``: local names from the root down, with
+        a position where an element has same-named siblings (kept for the next call)."""
         chain: list[etree._Element] = []
         prefix = ""
         node: etree._Element | None = element
@@ -368,18 +307,22 @@ def _readable(message: str, namespace: str) -> str:
     return text.rstrip(".")
 
 
-# -- validation ---------------------------------------------------------------------------------
+# -- documents --------------------------------------------------------------------------------
 
 
-def _parse(data: bytes) -> tuple[etree._Element | None, list[ValidationIssue]]:
-    stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not stripped:
-        return None, [ValidationIssue(0, "/", "the document is empty")]
-    try:
-        return _safexml.parse(data), []
-    except _safexml.Unparsed as exc:
-        line = exc.line or (1 if exc.kind == "dtd" else 0)
-        return None, [ValidationIssue(line, "/", _UNPARSED[exc.kind].format(exc.detail))]
+def _one(line: int, path: str, message: str) -> ValidationIssues:
+    return ValidationIssues([ValidationIssue(line, path, message)])
+
+
+def _line(element: etree._Element) -> int:
+    line = element.sourceline
+    return line if isinstance(line, int) else 0
+
+
+def _read(path: str | os.PathLike[str]) -> bytes:
+    # Not pathlib: it is not imported on the command line's path otherwise.
+    with open(path, "rb") as f:
+        return f.read()
 
 
 _UNPARSED = {
@@ -391,64 +334,54 @@ _UNPARSED = {
 }
 
 
-def _line(element: etree._Element) -> int:
-    line = element.sourceline
-    return line if isinstance(line, int) else 0
-
-
-def _envelope_payload(
-    envelope: etree._Element,
-) -> tuple[etree._Element | None, list[ValidationIssue]]:
-    children = [c for c in envelope if isinstance(c.tag, str)]
-    header, body = f"{{{SOAP11_NS}}}Header", f"{{{SOAP11_NS}}}Body"
-    tags = [c.tag for c in children]
-    if tags not in ([body], [header, body]):
-        names = ", ".join(etree.QName(c).localname for c in children) or "nothing"
-        return None, [
-            ValidationIssue(
-                _line(envelope),
-                "/Envelope",
-                f"an Envelope holds an optional Header and then a Body, not {names}",
-            )
-        ]
-    body_el = children[-1]
-    payloads = [c for c in body_el if isinstance(c.tag, str)]
-    if len(payloads) != 1:
-        return None, [
-            ValidationIssue(
-                _line(body_el),
-                "/Envelope/Body",
-                f"the Body holds {len(payloads)} elements; exactly one is expected",
-            )
-        ]
-    return payloads[0], []
-
-
-def _raise_issues(issues: list[ValidationIssue], request_id: str | None = None) -> None:
-    if issues:
-        first = issues[0]
-        raise BadInputError(first.path, first.message, request_id=request_id, issues=issues)
-
-
-def _read(path: str | os.PathLike[str]) -> bytes:
-    # Not pathlib: it is not imported on the command line's path otherwise.
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _load(document: Document) -> tuple[etree._Element | None, list[ValidationIssue]]:
+def _root(document: Document) -> etree._Element | ValidationIssues:
+    """The root element of ``document``, or the issue that it cannot be parsed."""
     if isinstance(document, etree._Element):
-        return document, []
+        return document
     if isinstance(document, bytes):
-        return _parse(document)
-    if isinstance(document, str) and document.lstrip("\ufeff \t\r\n").startswith("<"):
-        return _parse(document.encode("utf-8"))
-    if isinstance(document, (str, os.PathLike)):
-        return _parse(_read(document))
-    raise BadInputError(
-        "document",
-        f"must be bytes, XML text, a path or an lxml element, not {type(document).__name__}",
-    )
+        data = document
+    elif isinstance(document, str) and document.lstrip("\ufeff \t\r\n").startswith("<"):
+        data = document.encode("utf-8")
+    elif isinstance(document, (str, os.PathLike)):
+        data = _read(document)
+    else:
+        raise BadInputError(
+            "document",
+            f"must be bytes, XML text, a path or an lxml element, not {type(document).__name__}",
+        )
+    if not data.lstrip(b"\xef\xbb\xbf \t\r\n"):
+        return _one(0, "/", "the document is empty")
+    try:
+        return _safexml.parse(data)
+    except _safexml.Unparsed as exc:
+        line = exc.line or (1 if exc.kind == "dtd" else 0)
+        return _one(line, "/", _UNPARSED[exc.kind].format(exc.detail))
+
+
+_HEADER = f"{{{SOAP11_NS}}}Header"
+_BODY = f"{{{SOAP11_NS}}}Body"
+
+
+def _payload(document: Document) -> etree._Element | ValidationIssues:
+    """The payload element of ``document`` (the root, or the one element of an envelope's
+    Body), or the issue that there is none."""
+    root = _root(document)
+    if isinstance(root, ValidationIssues):
+        return root
+    if root.tag == f"{{{SOAP12_NS}}}Envelope":
+        return _one(_line(root), "/Envelope", "a SOAP 1.2 envelope; FaxWS uses SOAP 1.1")
+    if root.tag != f"{{{SOAP11_NS}}}Envelope":
+        return root
+    children = [c for c in root if isinstance(c.tag, str)]
+    if [c.tag for c in children] not in ([_BODY], [_HEADER, _BODY]):
+        names = ", ".join(etree.QName(c).localname for c in children) or "nothing"
+        message = f"an Envelope holds an optional Header and then a Body, not {names}"
+        return _one(_line(root), "/Envelope", message)
+    payloads = [c for c in children[-1] if isinstance(c.tag, str)]
+    if len(payloads) != 1:
+        message = f"the Body holds {len(payloads)} elements; exactly one is expected"
+        return _one(_line(children[-1]), "/Envelope/Body", message)
+    return payloads[0]
 
 
 def validate(document: Document, *, max_issues: int | None = None) -> ValidationIssues:
