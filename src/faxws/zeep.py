@@ -5,15 +5,10 @@
     with client.settings(extra_http_headers={"x-ch-request-id": "order-42"}):
         status = client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]})
 
-zeep builds the request from the WSDL and reads the answer; faxws does everything between:
-:class:`FaxWSPlugin` fills ``UserID`` and ``strPIN`` by the authentication mode, and
-:class:`FaxWSTransport` writes the envelope in the contract's form (:func:`faxws._protocol.writer.
-payload_envelope`), posts it through faxws's HTTP transport (bytes-written tracking, bounded
-responses, no redirects, no environment) and reads the answer with faxws's hardened reader, so
-that faults, HTTP errors and non-zero ``WSError`` values are faxws errors before zeep sees
-anything. zeep only deserializes successful answers.
-
-This is the only module of faxws that imports zeep.
+zeep builds the request from the WSDL and deserializes successful answers; faxws does
+everything between (:class:`FaxWSPlugin`, :class:`FaxWSTransport`), so that faults, HTTP
+errors and non-zero ``WSError`` values are faxws errors before zeep sees anything. This is the
+only module of faxws that imports zeep.
 """
 
 from __future__ import annotations
@@ -50,7 +45,7 @@ from faxws._protocol.writer import payload_envelope
 from faxws.auth import Credentials, credentials_from
 from faxws.client import service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
-from faxws.validation import Validator
+from faxws.validation import XS_NS, Validator
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
@@ -62,16 +57,11 @@ IDEMPOTENT_PREFIXES = ("Get", "Check", "SimpleGet")
 _AUTH_FIELDS = ("UserID", "strPIN")
 _REQUEST_ID = "x-ch-request-id"
 _WSDL_NS = "http://schemas.xmlsoap.org/wsdl/"
-_XS_NS = "http://www.w3.org/2001/XMLSchema"
 
 
 class FaxWSPlugin(zeep.Plugin):
     """Fills ``UserID`` and ``strPIN`` of every request that has them: the PIN in PIN mode,
-    an empty ``strPIN`` in OAuth 2.0 mode, whatever the caller passed.
-
-    :func:`make_client` installs it with the matching :class:`FaxWSTransport`, which adds the
-    Authorization header in OAuth 2.0 mode and refuses a PIN next to it.
-    """
+    an empty ``strPIN`` in OAuth 2.0 mode, whatever the caller passed."""
 
     def __init__(
         self,
@@ -142,17 +132,11 @@ def _set_child(payload: etree._Element, name: str, text: str, order: list[str]) 
 
 
 class FaxWSTransport(zeep.Transport):
-    """A zeep transport that sends the contract's wire form through faxws's HTTP transport.
-
-    Requests go only to the client's service URL. Each call: the caller's ``x-ch-request-id``
-    (from ``client.settings(extra_http_headers=...)``) or a fresh UUID4; the contract's
-    headers; the Bearer token fetched per attempt, with one retry after a 401 for token
-    providers; retries only as :func:`faxws._protocol.soap.may_retry` allows, with operations named
-    ``Get…``, ``Check…`` or ``SimpleGet…`` counted as idempotent. Answers are read by faxws
-    first: faults, HTTP errors and a non-zero ``WSError`` raise faxws errors.
-
-    WSDL and XSD documents are read from local files only.
-    """
+    """A zeep transport that writes the contract's wire form and posts it through faxws's
+    caller (request id, token, retries as for :class:`~faxws.FaxClient`), only to the service
+    URL; the request id is the caller's ``x-ch-request-id`` (from
+    ``client.settings(extra_http_headers=...)``) or a fresh UUID4. Answers are read by faxws
+    first. WSDL and XSD documents are read from local files only."""
 
     def __init__(self, caller: SyncCaller) -> None:
         session = requests.Session()
@@ -173,8 +157,6 @@ class FaxWSTransport(zeep.Transport):
         self.caller.close()
         self.session.close()
 
-    # -- documents (the WSDL and its schemas) --
-
     def load(self, url: str) -> bytes:
         if urlsplit(url).scheme in ("http", "https"):
             raise BadInputError("wsdl", f"refers to {url}; only local files are read")
@@ -183,8 +165,6 @@ class FaxWSTransport(zeep.Transport):
 
     def get(self, address: str, params: Any, headers: Any) -> Any:
         raise BadInputError("operation", "HTTP GET bindings are not part of the contract")
-
-    # -- calls --
 
     def post_xml(self, address: str, envelope: etree._Element, headers: Any) -> Any:
         header = envelope.find(f"{{{SOAP11_NS}}}Header")
@@ -202,7 +182,8 @@ class FaxWSTransport(zeep.Transport):
         return self._call(address, payload, headers)
 
     def _call(self, address: str, payload: etree._Element, headers: Any) -> Any:
-        rid = _request_id(headers)
+        given = _given(headers)
+        rid = new_request_id() if given is None else check_request_id(given)
         _current.request_id = rid
         with call_boundary(rid):
             if address != self.caller.url:
@@ -273,24 +254,20 @@ class _OperationProxy(zeep.proxy.OperationProxy):
             return super().__call__(*args, **kwargs)  # type: ignore[no-untyped-call]
         except FaxWSError as exc:
             if exc.request_id is None:  # refused before the call had its id (SOAP headers)
-                exc.request_id = _given_request_id(client) or new_request_id()
+                exc.request_id = _request_id_of(client)
             raise
         except Exception as exc:
             rid: str | None = _current.request_id
             redact = client.transport.credentials.redact
             text = excerpt(redact(f"{type(exc).__name__}: {exc}"), 300)
             if rid is None:
-                error: FaxWSError = BadInputError(
-                    "arguments", text, request_id=_given_request_id(client) or new_request_id()
-                )
-            else:
-                error = ProtocolError(f"zeep could not read the answer: {text}", request_id=rid)
-            raise error from None
+                raise BadInputError("arguments", text, request_id=_request_id_of(client)) from None
+            raise ProtocolError(f"zeep could not read the answer: {text}", request_id=rid) from None
 
 
-def _given_request_id(client: Any) -> str | None:
-    """The x-ch-request-id the caller set in the client's settings, if any."""
-    return _given(client.settings.extra_http_headers or {})
+def _request_id_of(client: Any) -> str:
+    """The x-ch-request-id the caller set in the client's settings, or a fresh UUID4."""
+    return _given(client.settings.extra_http_headers or {}) or new_request_id()
 
 
 class _ServiceProxy(zeep.proxy.ServiceProxy):
@@ -321,12 +298,6 @@ def _given(headers: Mapping[str, str]) -> str | None:
     return next((v for k, v in headers.items() if k.lower() == _REQUEST_ID), None)
 
 
-def _request_id(headers: Mapping[str, str]) -> str:
-    """The caller's x-ch-request-id (checked), or a fresh UUID4."""
-    given = _given(headers)
-    return new_request_id() if given is None else check_request_id(given)
-
-
 def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:
     """zeep sends its own SOAPAction and Content-Type, replaced by the contract's; a caller's
     extra header changing them, or any other one, is refused (only x-ch-request-id may be
@@ -352,16 +323,6 @@ def _response(raw: Response, url: str) -> requests.Response:
     response.encoding = "utf-8"
     response.url = url
     return response
-
-
-def _loosen_auth_fields(client: Any) -> None:
-    """Make ``UserID`` and ``strPIN`` optional in this client's copy of the schema, so that
-    zeep serializes a request without them and the plugin fills them in."""
-    for binding in client.wsdl.bindings.values():
-        for operation in binding.all().values():
-            for name, element in _elements(operation):
-                if name in _AUTH_FIELDS:
-                    element.min_occurs = 0
 
 
 def make_client(
@@ -416,6 +377,7 @@ def make_client(
             raise
         except Exception as exc:
             raise BadInputError("wsdl", f"cannot be loaded ({type(exc).__name__})") from None
+        transport.validator = _schema_validator(path)
     for service in client.wsdl.services.values():
         for port in service.ports.values():
             port.binding_options["address"] = caller.url
@@ -428,16 +390,18 @@ def make_client(
                     operation.soapaction or "",
                     str(answer.qname),
                 )
-    with _wsdl_file(wsdl) as path:
-        transport.validator = _schema_validator(path)
-    _loosen_auth_fields(client)
+            # Optional in this client's copy of the schema: zeep serializes a request
+            # without them, and the plugin fills them in.
+            for name, element in _elements(operation):
+                if name in _AUTH_FIELDS:
+                    element.min_occurs = 0
     return client
 
 
 def _schema_validator(wsdl_path: Path) -> Validator:
     """The WSDL's own schema (its first xs:schema), for checking answers before zeep."""
     root = etree.parse(str(wsdl_path), _safexml.parser()).getroot()
-    schema = root.find(f"{{{_WSDL_NS}}}types/{{{_XS_NS}}}schema")
+    schema = root.find(f"{{{_WSDL_NS}}}types/{{{XS_NS}}}schema")
     if schema is None:
         raise BadInputError("wsdl", "has no xs:schema in wsdl:types")
     return Validator(etree.tostring(schema), base_url=wsdl_path.resolve().as_uri())
