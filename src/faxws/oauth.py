@@ -1,10 +1,6 @@
-"""OAuth 2.0 token providers for the client credentials grant (RFC 6749, section 4.4).
-
-Pass an instance as ``token=`` to :class:`~faxws.FaxClient`: the client calls it for every
-request; it answers from its cache until shortly before the token expires, and fetches a new
-token after the client reports an HTTP 401 (through :meth:`ClientCredentials.invalidate`).
-:class:`AsyncClientCredentials` is the same for :class:`~faxws.AsyncFaxClient`.
-"""
+"""OAuth 2.0 token providers for the client credentials grant (RFC 6749, section 4.4): pass
+one as ``token=`` to :class:`~faxws.FaxClient` (:class:`ClientCredentials`) or to
+:class:`~faxws.AsyncFaxClient` (:class:`AsyncClientCredentials`)."""
 
 from __future__ import annotations
 
@@ -57,8 +53,8 @@ class _Token(NamedTuple):
 
 
 class _Flight:
-    """One token fetch in progress, and its outcome for the callers waiting for it: when
-    ``done`` is set, exactly one of ``token`` and ``error`` is not None."""
+    """One token fetch in progress; when ``done`` is set, exactly one of ``token`` and
+    ``error`` is not None."""
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -67,23 +63,17 @@ class _Flight:
 
 
 class ClientCredentials:
-    """Fetches, caches and refreshes access tokens with the client credentials grant.
-
-    Thread-safe without making callers wait for each other: a cached token is read without a
-    lock; when it is due for renewal one caller fetches the next while the others go on
-    using it until it really expires; callers without a usable token wait for that one fetch
-    (and share its failure) instead of fetching one each. The secret and the tokens never
-    appear in ``repr``, logs or error messages.
+    """Fetches, caches and refreshes access tokens with the client credentials grant; safe
+    to share between threads (the README says when a token is renewed and who waits). The
+    secret and the tokens never appear in ``repr``, logs or error messages.
 
     Args:
         token_url: the token endpoint (https, or http to a loopback host).
         client_id, client_secret: the client's credentials (sent in the form body).
-        scope: the scope asked for; default ``"FaxWS offline_access"``.
-        leeway: seconds before expiry at which a cached token is renewed. A token whose
-            lifetime is shorter than twice the leeway is renewed halfway through its life
-            instead: with a fixed leeway, a token living 30 s or less would be renewed as
-            soon as it arrived, so every call would fetch one. Half keeps a margin that
-            grows with the lifetime and still reuses each token for half of it.
+        scope: the scope asked for.
+        leeway: seconds before expiry at which a cached token is renewed, or halfway through
+            its lifetime when that is later (else a short-lived token would be renewed on
+            arrival, one fetch per call).
         timeout: seconds, or (connect, read) seconds, for the token request.
     """
 
@@ -143,19 +133,15 @@ class ClientCredentials:
         after_fork_in_child(self, ClientCredentials._after_fork_in_child)
 
     def _new_session(self) -> requests.Session:
-        # No proxy, CA bundle or .netrc from the environment: the trust given (the system's,
-        # or the bundle in `verify`, alone) is the only trust used.
         return new_session(self._verify, max_connections=4)
 
     def _redact(self, text: str) -> str:
         return redact(text, (self._secret,))
 
     def _after_fork_in_child(self) -> None:
-        """In a forked child: the cached token stays (it is valid here too); the pooled
-        connections, the lock and a fetch in progress belong to the parent. Written into by
-        two processes, a connection would carry their requests and answers interleaved; a
-        lock or fetch held by a parent thread would never be released here (that thread does
-        not exist in the child)."""
+        """The cached token stays valid in a forked child; the pooled connections (written
+        into by two processes, they would interleave requests), the lock and a fetch in
+        progress (held by a parent thread the child does not have) are the parent's."""
         forget_connections(self._session)
         self._session = self._new_session()
         self._lock = threading.Lock()
@@ -174,14 +160,9 @@ class ClientCredentials:
         return self._renew()
 
     def invalidate(self) -> None:
-        """Forget the cached token, which the service refused (HTTP 401): the next call
-        fetches a new one.
-
-        The token forgotten is the one last handed to the calling thread, the one its
-        request carried; if another thread has replaced it already, the new token is kept,
-        so that concurrent 401s for one token lead to one fetch. From a thread that was
-        never handed a token, whatever token is cached is forgotten.
-        """
+        """After an HTTP 401: forget the token last handed to this thread (the refused one)
+        if it is still cached, so that concurrent 401s for one token lead to one fetch; from
+        a thread never handed one, whatever is cached."""
         refused = getattr(self._handed, "value", None)
         with self._lock:
             if self._token is not None and refused in (None, self._token.value):
@@ -204,9 +185,8 @@ class ClientCredentials:
         if not fetching:
             if token is not None and now < token.expires_at:
                 return self._hand(token)  # still valid while another caller fetches
-            # Whatever that fetch's outcome, it is this caller's too: a failure is not a
-            # reason for each waiter to fetch again (the endpoint would get one request per
-            # waiter); the next call after it asks again.
+            # That fetch's outcome is this caller's too, a failure included: a fetch per waiter
+            # would hit the endpoint once per waiter. The next call asks again.
             flight.done.wait()
             if flight.token is not None:
                 return self._hand(flight.token)
@@ -246,21 +226,33 @@ class ClientCredentials:
         if self._scope:
             form["scope"] = self._scope
         started = self._clock()
+        read_timeout = self._timeout[1]
         # No fax request has been written while a token is fetched: whatever fails here,
         # the call it serves was not delivered (maybe_delivered stays False).
         try:
-            response = self._session.post(
+            with self._session.post(
                 self._url,
                 data=form,
                 headers={"Accept": "application/json"},
                 timeout=self._timeout,
                 allow_redirects=False,
                 stream=True,
-            )
-            try:
-                body = _read_capped(response, self._timeout[1])
-            finally:
-                response.close()
+            ) as response:
+                status = response.status_code
+                limit = BodyLimit(
+                    MAX_TOKEN_RESPONSE_BYTES, status, what="token response", quote_declared=False
+                )
+                limit.declared(response.headers.get("Content-Length", ""))
+                body = read_body(
+                    response.raw,
+                    limit,
+                    read_timeout=read_timeout,
+                    too_slow=lambda: RequestTimeoutError(
+                        f"the token response took longer than {read_timeout} s to arrive",
+                        maybe_delivered=False,
+                    ),
+                    chunk_size=16384,
+                )
         except (ProtocolError, RequestTimeoutError):
             raise
         except Exception as exc:
@@ -274,20 +266,17 @@ class ClientCredentials:
             )
             raise failed from None  # not chained: the original may quote the endpoint's answer
         self.fetches += 1
-        logger.debug("token endpoint answered HTTP %d", response.status_code)
-        if response.status_code in (400, 401, 403):
-            error = _json_field(body, "error") or f"HTTP {response.status_code}"
-            error = redact(error, (self._secret,))[:200]
-            raise AuthenticationError(
-                f"the token endpoint refused the client credentials: {error}",
-                status_code=response.status_code,
-            )
-        if response.status_code != 200:
-            raise ProtocolError(
-                f"the token endpoint answered HTTP {response.status_code}",
-                status_code=response.status_code,
-            )
+        logger.debug("token endpoint answered HTTP %d", status)
         data = _parse_json(body)
+        if status in (400, 401, 403):
+            error = data.get("error") if isinstance(data, dict) else None
+            text = error if isinstance(error, str) and error else f"HTTP {status}"
+            raise AuthenticationError(
+                f"the token endpoint refused the client credentials: {self._redact(text)[:200]}",
+                status_code=status,
+            )
+        if status != 200:
+            raise ProtocolError(f"the token endpoint answered HTTP {status}", status_code=status)
         if data is _NOT_JSON:
             raise ProtocolError("the token endpoint did not answer JSON")
         token = data.get("access_token") if isinstance(data, dict) else None
@@ -338,18 +327,10 @@ def _copy_error(error: FaxWSError) -> FaxWSError:
 
 
 class AsyncClientCredentials:
-    """:class:`ClientCredentials` for :class:`~faxws.AsyncFaxClient`: awaited for every
-    request, it answers from its cache until the token is due for renewal (as
-    :class:`ClientCredentials` decides: ``leeway`` before expiry, or halfway through a short
-    life), and while one task renews it, the others keep the token still valid.
-
-    Concurrent tasks share one fetch; a task cancelled while it waits leaves the fetch to the
-    others (and to the cache). The arguments, their checks, the token request and every
-    check of its answer (bounded body, errors without the secret) are
-    :class:`ClientCredentials`' own: the request is made by one of its instances, in a
-    worker thread, once per token (not once per call). The client passes it the call's
-    request id through its errors, as for the sync provider.
-    """
+    """:class:`ClientCredentials` for :class:`~faxws.AsyncFaxClient`, awaited for every
+    request: the same arguments, checks, renewal and token request (made by a
+    :class:`ClientCredentials` in a worker thread, once per token). Concurrent tasks share one
+    fetch; a task cancelled while it waits leaves the fetch to the others."""
 
     def __init__(
         self,
@@ -373,8 +354,6 @@ class AsyncClientCredentials:
             verify=verify,
             allow_insecure_http=allow_insecure_http,
         )
-        self._url = token_url
-        self._client_id = client_id
         self._token: _Token | None = None
         self._fetching: asyncio.Task[_Token] | None = None
         # The token handed to the current task, so that its 401 forgets only that one.
@@ -387,36 +366,26 @@ class AsyncClientCredentials:
         return self._grant.fetches
 
     def __repr__(self) -> str:
-        return (
-            f"AsyncClientCredentials(token_url={self._url!r}, client_id={self._client_id!r}, "
-            "client_secret=<hidden>)"
-        )
+        return f"Async{self._grant!r}"
 
     async def __call__(self) -> str:
-        cached = self._token
+        token = self._token
         now = self._grant._clock()
-        if cached is not None and now < cached.renew_at:
-            self._handed.set(cached.value)
-            return cached.value
         fetching = self._fetching
-        if (
-            cached is not None
-            and now < cached.expires_at
-            and fetching is not None
-            and fetching.get_loop() is asyncio.get_running_loop()
-        ):
-            self._handed.set(cached.value)
-            return cached.value  # still valid while another task renews it
-        if fetching is None or fetching.get_loop() is not asyncio.get_running_loop():
-            fetching = self._fetching = asyncio.ensure_future(self._fetch())
-            # Its waiters may all have been cancelled: its failure is theirs to see, not
-            # asyncio's to log.
-            fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
-        # Shielded: one waiter's cancellation must not cancel the fetch the others wait for.
-        try:
-            token = await asyncio.shield(fetching)
-        except FaxWSError as exc:
-            raise _copy_error(exc) from None  # each waiter's own, for its own request id
+        if fetching is not None and fetching.get_loop() is not asyncio.get_running_loop():
+            fetching = None  # another loop's, which this one cannot await
+        # Past renew_at, a token is still used while another task renews it.
+        if token is None or now >= (token.renew_at if fetching is None else token.expires_at):
+            if fetching is None:
+                fetching = self._fetching = asyncio.ensure_future(self._fetch())
+                # Its waiters may all have been cancelled: its failure is theirs to see, not
+                # asyncio's to log.
+                fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
+            # Shielded: one waiter's cancellation must not cancel the fetch the others await.
+            try:
+                token = await asyncio.shield(fetching)
+            except FaxWSError as exc:
+                raise _copy_error(exc) from None  # each waiter's own, for its own request id
         self._handed.set(token.value)
         return token.value
 
@@ -449,45 +418,14 @@ class AsyncClientCredentials:
         return token
 
 
-def _read_capped(response: requests.Response, read_timeout: float) -> bytes:
-    """The body, at most MAX_TOKEN_RESPONSE_BYTES, within the read time-out as a whole."""
-    limit = BodyLimit(
-        MAX_TOKEN_RESPONSE_BYTES,
-        response.status_code,
-        what="token response",
-        quote_declared=False,
-    )
-    limit.declared(response.headers.get("Content-Length", ""))
-    return read_body(
-        response.raw,
-        limit,
-        read_timeout=read_timeout,
-        too_slow=lambda: RequestTimeoutError(
-            f"the token response took longer than {read_timeout} s to arrive",
-            maybe_delivered=False,
-        ),
-        chunk_size=16384,
-    )
-
-
 _NOT_JSON = object()
 
 
 def _parse_json(body: bytes) -> object:
-    """The JSON document in ``body``, or _NOT_JSON.
-
-    Numbers are read as floats: an integer of thousands of digits is then infinite (a
-    lifetime not usable as one) rather than an error on some Python versions and a slow
-    conversion on others. Nesting deeper than the interpreter's recursion limit raises
-    RecursionError in the parser, which is as much "not JSON" as a syntax error.
-    """
+    """The JSON document in ``body``, or _NOT_JSON. Integers are read as floats: one of
+    thousands of digits is then infinite (no usable lifetime), not an error on some Python
+    versions and a slow conversion on others; nesting past the recursion limit is not JSON."""
     try:
         return json.loads(body, parse_int=float)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return _NOT_JSON
-
-
-def _json_field(body: bytes, name: str) -> str | None:
-    data = _parse_json(body)
-    value = data.get(name) if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
