@@ -1,18 +1,14 @@
-"""The two authentication modes of the contract.
-
-OAuth 2.0: ``Authorization: Bearer <token>`` and an empty ``strPIN``.
-PIN: no Authorization header and the PIN in ``strPIN``.
-
-Neither class shows its secret in ``repr`` or ``str``; :meth:`Credentials.redact` removes the
-secrets from any text (such as a response body) before it reaches a message or a log.
-"""
+"""The contract's two authentication modes: OAuth 2.0 (``Authorization: Bearer <token>``, an
+empty ``strPIN``) and PIN (no Authorization header, the PIN in ``strPIN``). Neither shows its
+secret in ``repr``; :meth:`Credentials.redact` masks the secrets in any text."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, runtime_checkable
 
 from faxws._protocol.checks import check_header_token, check_text
@@ -107,13 +103,8 @@ class BearerAuth(Credentials):
     def bearer_token(self, request_id: str | None) -> str:
         if self._provider is None:
             return self._fixed
-        try:
+        with _provider_errors(request_id):
             token = self._provider()
-        except FaxWSError as exc:
-            _not_delivered(exc, request_id)
-            raise
-        except Exception as exc:
-            raise _provider_failed(exc, request_id) from None
         if inspect.isawaitable(token):
             _discard(token)
             raise BadInputError(
@@ -126,15 +117,10 @@ class BearerAuth(Credentials):
     async def bearer_token_async(self, request_id: str | None) -> str:
         if self._provider is None:
             return self._fixed
-        try:
+        with _provider_errors(request_id):
             token = self._provider()
             if inspect.isawaitable(token):
                 token = await token
-        except FaxWSError as exc:
-            _not_delivered(exc, request_id)
-            raise
-        except Exception as exc:
-            raise _provider_failed(exc, request_id) from None
         return self._accept(token, request_id)
 
     def _accept(self, token: object, request_id: str | None) -> str:
@@ -240,19 +226,23 @@ def _check_provider(provider: object, asynchronous: bool) -> None:
         )
 
 
-def _not_delivered(exc: FaxWSError, request_id: str | None) -> None:
-    # Tokens are fetched before any byte of the call's request is written: whatever the
-    # provider's failure says about its own exchange, the call was not delivered.
-    if exc.request_id is None:
-        exc.request_id = request_id
-    exc.maybe_delivered = False
-
-
-def _provider_failed(exc: Exception, request_id: str | None) -> AuthenticationError:
-    # The provider's own message may quote a secret: only its type is kept.
-    return AuthenticationError(
-        f"the token provider failed with {type(exc).__name__}", request_id=request_id
-    )
+@contextlib.contextmanager
+def _provider_errors(request_id: str | None) -> Iterator[None]:
+    """A token provider's failure as the call's error."""
+    try:
+        yield
+    except FaxWSError as exc:
+        # Tokens are fetched before any byte of the call's request is written: whatever the
+        # provider's failure says about its own exchange, the call was not delivered.
+        if exc.request_id is None:
+            exc.request_id = request_id
+        exc.maybe_delivered = False
+        raise
+    except Exception as exc:
+        # The provider's own message may quote a secret: only its type is kept.
+        raise AuthenticationError(
+            f"the token provider failed with {type(exc).__name__}", request_id=request_id
+        ) from None
 
 
 def _discard(result: object) -> None:
