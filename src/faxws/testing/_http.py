@@ -149,8 +149,7 @@ class Handler(BaseHTTPRequestHandler):
     # (the first of each), and as they came.
     fields: dict[str, str] = {}  # noqa: RUF012 - replaced, never changed, per request
     pairs: list[tuple[str, str]] = []  # noqa: RUF012 - likewise
-    _known: tuple[str, ...] | None = None  # the request's secrets, longest first, once found
-    _known_set: frozenset[str] = frozenset()
+    _known: frozenset[str] | None = None  # the request's secrets, once found
     # Bytes of the request's body not read yet; -1 while unknown (no request line taken
     # apart yet, or framing refused). Whatever answers a request reads them, or the
     # connection closes after the answer: they would be read as the next request.
@@ -169,7 +168,7 @@ class Handler(BaseHTTPRequestHandler):
         # (the log line of a request line the standard library refuses, say).
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
         self.headers, self.pairs = _NO_HEADERS, []
-        self._known, self._known_set = None, frozenset()
+        self._known = None
         self._unread, self._framing = 0, None
         try:
             self.raw_requestline = self.rfile.readline(65537)
@@ -254,12 +253,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._unread = value
 
-    def _secrets(self) -> tuple[str, ...]:
+    def _secrets(self) -> frozenset[str]:
         """What this request's records and lines must never show (found once per request)."""
         if self._known is None:
-            found = self.server.sim._state.secrets_of(self.fields)
-            self._known = tuple(sorted(found, key=len, reverse=True)) if found else ()
-            self._known_set = found
+            self._known = self.server.sim._state.secrets_of(self.fields)
         return self._known
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -389,8 +386,7 @@ class Handler(BaseHTTPRequestHandler):
             _inbox.handle(self, path, required)
 
     def _masked(self, text: str) -> str:
-        secrets = self._secrets()
-        return redact(text, secrets) if secrets else text
+        return redact(text, self._secrets())
 
     def _own_host(self) -> bool:
         if self.server.sim.api_token is not None:
@@ -404,8 +400,7 @@ class Handler(BaseHTTPRequestHandler):
         headers: dict[str, str] = {}
         for name, value in self.pairs:
             headers.setdefault(name, value)  # a name given twice: the first value is kept
-        self._secrets()
-        record = ReceivedRequest._received(
+        record = ReceivedRequest(
             self.command,
             path,
             headers,
@@ -415,7 +410,7 @@ class Handler(BaseHTTPRequestHandler):
             True if received is None else received.retained,
             () if received is None else received.deviations,
             arrived,
-            self._known_set,
+            _secrets=self._secrets(),
         )
         return self.server.sim._state.record(record)
 

@@ -11,6 +11,7 @@ import html
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from faxws._protocol.redact import redact
 from faxws.testing._api import file_type_of, timestamp
 from faxws.testing._records import ReceivedRequest, SimulatedJob
 
@@ -106,9 +107,10 @@ def _inbox(
         )
     refusals = [
         "<tr>"
-        f"<td>{_e(timestamp(r.received_at))}</td><td>{_e(r.method)} {_e(_clean(r, r.path))}</td>"
+        f"<td>{_e(timestamp(r.received_at))}</td>"
+        f"<td>{_e(r.method)} {_e(redact(r.path, r._secrets))}</td>"
         f"<td>{_e(r.operation or '')}</td><td>{_e(r.status)}</td>"
-        f"<td class=refusal>{_e(_clean(r, r.refusal or ''))}</td>"
+        f"<td class=refusal>{_e(redact(r.refusal or '', r._secrets))}</td>"
         "</tr>"
         for r in refused
     ]
@@ -128,12 +130,6 @@ def _inbox(
         + ("".join(refusals) or "<tr><td colspan=5 class=muted>None.</td></tr>")
         + "</tbody></table>"
     )
-
-
-def _clean(request: ReceivedRequest, text: str) -> str:
-    from faxws._protocol.redact import redact
-
-    return redact(text, sorted(request._secrets, key=len, reverse=True))
 
 
 def _job(job: SimulatedJob, token: str | None) -> str:

@@ -52,9 +52,7 @@ def masked(text: str, known: Iterable[str]) -> str:
     """``text`` with strPIN contents and every form of the known secrets masked."""
     found = set(known)
     found.update(m.group(2) for m in _STR_PIN.finditer(text) if m.group(2) not in PUBLIC)
-    text = _STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(3), text)
-    # Longest first: a secret that contains a shorter one is masked whole.
-    return redact(text, sorted(found, key=len, reverse=True))
+    return redact(_STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(3), text), found)
 
 
 @dataclass(frozen=True)
@@ -92,48 +90,6 @@ class ReceivedRequest:
         if self.body_size < 0:
             object.__setattr__(self, "body_size", len(self.body))
 
-    @classmethod
-    def _received(
-        cls,
-        method: str,
-        path: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        operation: str | None,
-        body_size: int,
-        body_retained: bool,
-        deviations: tuple[str, ...],
-        received_at: float,
-        secrets: frozenset[str],
-    ) -> ReceivedRequest:
-        """The record of a request as it arrived (not answered yet), as the constructor
-        makes it, made once per request: without its frozen fields' setattr calls."""
-        new = object.__new__(cls)
-        new.__dict__.update(
-            method=method,
-            path=path,
-            headers=headers,
-            body=body,
-            operation=operation,
-            body_size=body_size,
-            body_retained=body_retained,
-            deviations=deviations,
-            received_at=received_at,
-            status=None,
-            refusal=None,
-            fault=None,
-            _secrets=secrets,
-        )
-        return new
-
-    def _with(self, changes: dict[str, object]) -> ReceivedRequest:
-        """A copy with ``changes`` to fields set by the simulator (how the request was
-        answered, its body dropped), made once or twice per request: without
-        dataclasses.replace, which runs the whole constructor again."""
-        new = object.__new__(ReceivedRequest)
-        new.__dict__.update(self.__dict__, **changes)
-        return new
-
     def header(self, name: str) -> str | None:
         """A header value by case-insensitive name."""
         for key, value in self.headers.items():
@@ -144,13 +100,12 @@ class ReceivedRequest:
     def masked_headers(self) -> dict[str, str]:
         """The headers with the Authorization value and any known secret masked, for
         printing."""
-        known = sorted(self._secrets, key=len, reverse=True)
         out = {}
         for key, value in self.headers.items():
             if key.lower() in ("authorization", "proxy-authorization"):
                 scheme, space, _ = value.strip().partition(" ")
                 value = f"{scheme} {MASK}" if space else MASK
-            out[key] = redact(value, known)
+            out[key] = redact(value, self._secrets)
         return out
 
     def __repr__(self) -> str:
@@ -164,7 +119,7 @@ class ReceivedRequest:
             f"ReceivedRequest(method={self.method!r}, path={self.path!r}, "
             f"headers={self.masked_headers()!r}, body={body}, operation={self.operation!r})"
         )
-        return redact(text, sorted(self._secrets, key=len, reverse=True))
+        return redact(text, self._secrets)
 
 
 class ReceivedFile:

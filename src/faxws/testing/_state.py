@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from faxws.bindings import SendFax
@@ -135,7 +136,7 @@ class State:
         old = self.requests[index]
         assert old is not None
         self._retained_bytes -= len(old.body)
-        self.requests[index] = old._with({"body": b"", "body_retained": False})
+        self.requests[index] = replace(old, body=b"", body_retained=False)
 
     def records(self) -> list[ReceivedRequest]:
         """The records, oldest first (a copy). Under the lock."""
@@ -157,16 +158,14 @@ class State:
             if generation != self._generation or index < 0:
                 return
             index += self._start
-            changes: dict[str, object] = {}
-            if status is not None:
-                changes["status"] = status
-            if refusal is not None:
-                changes["refusal"] = refusal
-            if fault is not None:
-                changes["fault"] = fault
             old = self.requests[index]
             assert old is not None
-            self.requests[index] = old._with(changes)
+            self.requests[index] = replace(
+                old,
+                status=old.status if status is None else status,
+                refusal=old.refusal if refusal is None else refusal,
+                fault=old.fault if fault is None else fault,
+            )
 
     def secrets_of(self, fields: Mapping[str, str]) -> frozenset[str]:
         """What a record of a request with header ``fields`` (by lower-case name) must
