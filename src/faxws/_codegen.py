@@ -759,9 +759,9 @@ def _format(code: str) -> str:
     return done.stdout
 
 
-def generate(wsdl_path: Path, source_name: str | None = None) -> str:
+def generate(wsdl_path: Path) -> str:
     """Return the bindings module for ``wsdl_path``."""
-    source = source_name or f"{wsdl_path.resolve().parent.name}/{wsdl_path.name}"
+    source = f"{wsdl_path.resolve().parent.name}/{wsdl_path.name}"
     return _format(_render(_Model(wsdl_path), source))
 
 
