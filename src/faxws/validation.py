@@ -71,11 +71,8 @@ XS_NS = "http://www.w3.org/2001/XMLSchema"
 
 
 class Validator:
-    """A compiled schema and the checks around it. Safe to share between threads.
-
-    ``Validator()`` uses the schema shipped with faxws; ``Validator.from_path(xsd)`` another
-    copy (for example an edited schema, before regenerating the bindings).
-    """
+    """A compiled schema and the checks around it, safe to share between threads: the
+    shipped schema, or another copy (``Validator.from_path(xsd)``)."""
 
     def __init__(self, xsd: bytes | None = None, *, base_url: str | None = None) -> None:
         parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
@@ -86,8 +83,7 @@ class Validator:
             str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
         )
         self._doc = doc
-        # Compiled copies not in use at the moment (see _validate); the first is compiled
-        # here, so that a schema that does not compile fails now.
+        # Compiled copies not in use (see _validate); the first now, so a bad schema fails here.
         self._idle = [etree.XMLSchema(doc)]
 
     @classmethod
@@ -123,10 +119,8 @@ class Validator:
     def schema_issues(
         self, payload: etree._Element, *, max_issues: int | None = None
     ) -> ValidationIssues:
-        """Check one payload element (and what it holds) against the schema alone.
-
-        ``max_issues`` keeps the first issues only (None: all); ``total`` counts them all.
-        """
+        """Check one payload element (and what it holds) against the schema alone; see
+        :func:`validate` for ``max_issues``."""
         limit = _check_max_issues(max_issues)
         errors = self._validate(payload)
         tree = _Tree(payload)
@@ -150,11 +144,10 @@ class Validator:
     def _validate(self, payload: etree._Element) -> list[etree._LogEntry]:
         """libxml2's errors for ``payload``, in the order it found them (none when valid).
 
-        lxml keeps the error log on the schema object and clears it on every call, so a copy
-        used by two threads at once could hand one thread the other's errors. Each call takes
-        a compiled copy no other thread is using (compiling one takes a fraction of a
-        millisecond, and it is kept for the next call): nothing waits, and an invalid
-        document is validated once, not again under a lock to read its errors.
+        lxml keeps the error log on the schema object, so a copy used by two threads at once
+        could hand one the other's errors. Each call takes a compiled copy no other thread is
+        using (compiled in a fraction of a millisecond, and kept): nothing waits, and an
+        invalid document is validated once, not again under a lock to read its errors.
         """
         try:
             schema = self._idle.pop()  # list.pop and list.append are atomic
@@ -188,9 +181,6 @@ def schema_issues(payload: etree._Element, *, max_issues: int | None = None) -> 
     return default_validator().schema_issues(payload, max_issues=max_issues)
 
 
-# -- paths and messages -----------------------------------------------------------------------
-
-
 _STEP = re.compile(r"^(?:(?P<prefix>[^:\[\]]+):)?(?P<name>[^:\[\]]+)(?:\[(?P<pos>\d+)\])?$")
 
 
@@ -203,8 +193,7 @@ class _Tree:
         self.root = root
         self._children: dict[etree._Element, list[etree._Element]] = {}
         self._named: dict[etree._Element, dict[str, list[etree._Element]]] = {}
-        # An element's position among the siblings with its tag; per parent, how many of
-        # each tag it holds.
+        # An element's position among the siblings of its tag; per parent, the count of each.
         self._index: dict[etree._Element, int] = {}
         self._counts: dict[etree._Element, dict[object, int]] = {}
         self._paths: dict[etree._Element, str] = {}
@@ -307,9 +296,6 @@ def _readable(message: str, namespace: str) -> str:
     return text.rstrip(".")
 
 
-# -- documents --------------------------------------------------------------------------------
-
-
 def _one(line: int, path: str, message: str) -> ValidationIssues:
     return ValidationIssues([ValidationIssue(line, path, message)])
 
@@ -385,15 +371,10 @@ def _payload(document: Document) -> etree._Element | ValidationIssues:
 
 
 def validate(document: Document, *, max_issues: int | None = None) -> ValidationIssues:
-    """The problems of ``document`` against the shipped schema (empty when valid).
-
-    ``document`` is bytes, XML text (a ``str`` starting with ``<``), a path (``str`` or
-    ``os.PathLike``), or an lxml element. A path that cannot be read raises ``OSError``.
-
-    ``max_issues`` keeps only the first issues, in document order (``None``, the default:
-    all of them); the result's ``total`` still counts every issue, and ``truncated`` says
-    whether some were left out. A whole number > 0, or ``BadInputError`` names it.
-    """
+    """The problems of ``document`` (bytes, XML text: a ``str`` starting with ``<``, a path,
+    or an lxml element) against the shipped schema; a path that cannot be read raises
+    ``OSError``. ``max_issues`` (a whole number > 0, or None for all) keeps the first issues;
+    ``total`` still counts every one."""
     return default_validator().validate(document, max_issues=max_issues)
 
 
@@ -402,8 +383,6 @@ def validate_or_raise(document: Document, *, max_issues: int | None = None) -> N
     ``max_issues``), when there are any."""
     default_validator().validate_or_raise(document, max_issues=max_issues)
 
-
-# -- the command line -----------------------------------------------------------------------
 
 # ``faxws validate``'s output moved to the command line's package; its name here still works.
 if TYPE_CHECKING:
