@@ -1,15 +1,7 @@
-"""zeep's own client for any FaxWS WSDL, on faxws's wire form, authentication and errors.
-
-    from faxws.zeep import make_client
-    client = make_client("https://fax.example.com", user_id="mbx1234567890", token=provider)
-    with client.settings(extra_http_headers={"x-ch-request-id": "order-42"}):
-        status = client.service.GetFaxStatus(FaxJobIds={"item": [{"JobId": "J1"}]})
-
-zeep builds the request from the WSDL and deserializes successful answers; faxws does
-everything between (:class:`FaxWSPlugin`, :class:`FaxWSTransport`), so that faults, HTTP
-errors and non-zero ``WSError`` values are faxws errors before zeep sees anything. This is the
-only module of faxws that imports zeep.
-"""
+"""zeep's own client for any FaxWS WSDL (:func:`make_client`; the README has the details):
+zeep builds requests and deserializes successful answers, faxws does everything between, so
+that faults, HTTP errors and non-zero ``WSError`` values are faxws errors before zeep sees
+anything. This is the only module of faxws that imports zeep."""
 
 from __future__ import annotations
 
@@ -50,8 +42,7 @@ from faxws.validation import XS_NS, Validator
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
 #: Operations whose names start with these only read, so they may be sent again after a
-#: failure that may have followed delivery. Every other operation is never re-sent once a
-#: byte of it may have reached the service.
+#: failure that may have followed delivery; no other one is re-sent once a byte may have left.
 IDEMPOTENT_PREFIXES = ("Get", "Check", "SimpleGet")
 #: The request elements the integration fills in, in this order of precedence.
 _AUTH_FIELDS = ("UserID", "strPIN")
@@ -72,8 +63,7 @@ class FaxWSPlugin(zeep.Plugin):
     ) -> None:
         self.user_id = check_text("user_id", user_id, required=True)
         self.credentials: Credentials = credentials_from(token, pin)
-        # Operation name -> its request's child names in schema order (zeep computes the
-        # list afresh on every access).
+        # Operation -> its request's child names in schema order (zeep computes them anew).
         self._orders: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
@@ -144,9 +134,8 @@ class FaxWSTransport(zeep.Transport):
         super().__init__(session=session)  # type: ignore[no-untyped-call]
         self.caller = caller
         self.credentials = caller.credentials
-        # request element -> (operation, soapAction, answer element), from the WSDL: a payload
-        # is sent only as an operation of it, with that operation's soapAction, and only that
-        # operation's answer element is handed to zeep. Filled in by make_client.
+        # request element -> (operation, soapAction, answer element), from the WSDL: only
+        # payloads of its operations are sent, and only their answers reach zeep.
         self.operations: dict[str, tuple[str, str, str]] = {}
         self.validator: Validator | None = None
 
@@ -202,14 +191,8 @@ class FaxWSTransport(zeep.Transport):
             ):
                 raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
             body = payload_envelope(payload)
-            raw = self.caller.call(
-                name,
-                body,
-                len(body),
-                rid,
-                soap_action,
-                idempotent=name.startswith(IDEMPOTENT_PREFIXES),
-            )
+            idempotent = name.startswith(IDEMPOTENT_PREFIXES)
+            raw = self.caller.call(name, body, len(body), rid, soap_action, idempotent=idempotent)
             redact = self.credentials.redact
             answer_payload = payload_of(raw.status, raw.content, rid, redact)
             if answer_payload.tag != answer:
@@ -222,30 +205,25 @@ class FaxWSTransport(zeep.Transport):
                 raise_for_ws_error(answer_payload, rid, raw.status, redact)
             # zeep turns values it cannot read into None and logs them (and whatever the
             # server wrote there) at ERROR: the answer must be valid for zeep to see it.
-            issues = (
-                []
-                if self.validator is None
-                else self.validator.schema_issues(answer_payload, max_issues=1)
-            )
-            if issues:
-                raise ProtocolError(
-                    f"the answer is not valid against the WSDL's schema: "
-                    f"{excerpt(redact(issues[0].path + ': ' + issues[0].message), 300)}",
-                    request_id=rid,
-                    status_code=raw.status,
-                )
+            if self.validator is not None:
+                issues = self.validator.schema_issues(answer_payload, max_issues=1)
+                if issues:
+                    raise ProtocolError(
+                        f"the answer is not valid against the WSDL's schema: "
+                        f"{excerpt(redact(issues[0].path + ': ' + issues[0].message), 300)}",
+                        request_id=rid,
+                        status_code=raw.status,
+                    )
             return _response(raw, self.caller.url)
 
 
-# The request id of the call in progress on this thread (zeep calls are synchronous), so
-# that a failure zeep raises after the exchange can carry it.
+# The request id of this thread's call in progress, for a failure zeep raises after it.
 _current = threading.local()
 
 
 class _OperationProxy(zeep.proxy.OperationProxy):
-    """Everything a call raises is a faxws error. zeep's own failures before the request
-    (arguments its schema does not allow) are bad input, with nothing sent; after it (reading
-    an answer faxws already accepted) they are a ProtocolError, maybe delivered."""
+    """Everything a call raises is a faxws error: zeep's own failures are bad input before
+    the request, and a ProtocolError (maybe delivered) after it."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         client = self._proxy._client
@@ -343,13 +321,9 @@ def make_client(
     max_response_bytes: int = UNSET,
 ) -> zeep.Client:
     """A ``zeep.Client`` for a FaxWS WSDL (the packaged one by default, or a local file such
-    as the vendor's), posting to ``{base_url}/fax/v5`` in the contract's wire form.
-
-    The arguments are those of :class:`faxws.FaxClient`, checked the same way (the options in
-    ``options=`` or one by one, not both); ``retries`` applies to operations named ``Get…``,
-    ``Check…`` and ``SimpleGet…`` after any transport error or HTTP 502/503/504, and to
-    every operation when no byte was sent.
-    """
+    as the vendor's), posting to ``{base_url}/fax/v5`` in the contract's wire form. The other
+    arguments are those of :class:`faxws.FaxClient`, checked the same way; only operations
+    in :data:`IDEMPOTENT_PREFIXES` are retried once a byte may have been delivered."""
     checked = resolve(
         options,
         timeout=timeout,
