@@ -119,8 +119,7 @@ class ClientCredentials:
         self._where = f"the token endpoint {parts.hostname}"
         self._verify = check_verify("verify", verify)
         self._session = self._new_session()
-        # Held only to look at or replace the cached token and the fetch in progress; never
-        # while fetching.
+        # Guards the cached token and the fetch in progress; never held while fetching.
         self._lock = threading.Lock()
         self._token: _Token | None = None  # replaced whole, so one read sees a consistent one
         self._flight: _Flight | None = None
@@ -378,8 +377,7 @@ class AsyncClientCredentials:
         if token is None or now >= (token.renew_at if fetching is None else token.expires_at):
             if fetching is None:
                 fetching = self._fetching = asyncio.ensure_future(self._fetch())
-                # Its waiters may all have been cancelled: its failure is theirs to see, not
-                # asyncio's to log.
+                # Its waiters may all be cancelled: its failure is not asyncio's to log.
                 fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
             # Shielded: one waiter's cancellation must not cancel the fetch the others await.
             try:
@@ -390,8 +388,7 @@ class AsyncClientCredentials:
         return token.value
 
     def _after_fork_in_child(self) -> None:
-        # A fetch in progress at the fork runs in a parent thread that the child does not
-        # have; the ClientCredentials making the requests forgets its own state.
+        # A fetch in progress at the fork runs in a parent thread the child does not have.
         self._fetching = None
 
     def invalidate(self) -> None:
