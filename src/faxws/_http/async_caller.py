@@ -19,24 +19,14 @@ import contextlib
 import inspect
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
-from faxws._http.options import ClientOptions
-from faxws._http.shared import (
-    AsyncTransport,
-    Attempts,
-    Request,
-    Response,
-    refuse_plain_proxy,
-)
+from faxws._http.shared import AsyncTransport, Attempts, Caller, Response
 from faxws._log import logger
 from faxws._protocol.content import release_stream, try_acquire_stream
-from faxws._protocol.soap import request_headers
 from faxws._protocol.writer import Body, OpenBody
-from faxws._version import __version__
-from faxws.auth import Credentials
-from faxws.errors import BadInputError, FaxWSError
+from faxws.errors import FaxWSError
 
 __all__ = ["AsyncCaller"]
 
@@ -177,30 +167,15 @@ class _Documents:
             reading.exception()
 
 
-class AsyncCaller:
-    """Posts request bodies to one service URL with one set of credentials, through
-    ``options.transport`` or faxws's own."""
-
+class AsyncCaller(Caller[AsyncTransport]):
+    own = AsyncHttpTransport
+    needs = "AsyncFaxClient needs an AsyncTransport (an async post_async() returning the answer)"
     #: How the caller waits between attempts.
     wait = staticmethod(asyncio.sleep)
 
-    def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
-        refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
-        self.url = url
-        self.credentials = credentials
-        self.options = options
-        given = options.transport
-        if given is None:
-            given = AsyncHttpTransport(
-                url, options, user_agent=f"faxws/{__version__}", redact=credentials.redact
-            )
-        elif not inspect.iscoroutinefunction(getattr(given, "post_async", None)):
-            raise BadInputError(
-                "transport",
-                "AsyncFaxClient needs an AsyncTransport (an async post_async() returning the "
-                f"answer), not {type(given).__name__}",
-            )
-        self.transport = cast(AsyncTransport, given)
+    @staticmethod
+    def fits(given: object) -> bool:
+        return inspect.iscoroutinefunction(getattr(given, "post_async", None))
 
     async def close(self) -> None:
         await self.transport.aclose()
@@ -209,7 +184,8 @@ class AsyncCaller:
         self, name: str, body: Body, rid: str, soap_action: str, *, idempotent: bool
     ) -> Response:
         """The final answer to ``body``, after the retries that are safe."""
-        written = False
+        attempts = Attempts(self, name, rid, soap_action, idempotent=idempotent)
+        credentials = self.credentials
         documents: _Documents | None = None
         try:
             # Documents are measured now: Content-Length is what they hold at this moment.
@@ -217,42 +193,26 @@ class AsyncCaller:
             documents = (
                 _Documents(None, whole) if whole is not None else await _Documents.open(body)
             )
-            attempts = Attempts(
-                name, idempotent=idempotent, options=self.options, redact=self.credentials.redact
-            )
-            pin = self.credentials.mode == "pin"
+            pin = credentials.mode == "pin"
             while True:
-                token = None if pin else await self.credentials.bearer_token_async(rid)
-                attempts.sending(rid, self.url, documents.size)
-                request = Request(
-                    self.url,
-                    request_headers(rid, token, soap_action),
-                    documents.body,
-                    documents.size,
-                    rid,
-                )
+                token = None if pin else await credentials.bearer_token_async(rid)
+                request = attempts.request(token, documents.body, documents.size)
                 try:
                     raw = await self.transport.post_async(request)
                 except FaxWSError as exc:
-                    delay = attempts.after_error(rid, exc, written=request.written)
+                    delay = attempts.after_error(exc, request)
                     if delay is None:
                         raise
-                    await self.wait(delay)
-                    continue
-                finally:
-                    written = written or request.written
-                raw = attempts.answered(rid, raw)
-                if (
-                    attempts.wants_refresh(raw, self.credentials.refreshable)
-                    and await self.credentials.refresh_async()
-                ):
-                    continue
-                delay = attempts.after_answer(rid, raw)
-                if delay is None:
-                    return raw
+                else:
+                    raw = attempts.answered(raw)
+                    if attempts.wants_refresh(raw) and await credentials.refresh_async():
+                        continue
+                    delay = attempts.after_answer(raw)
+                    if delay is None:
+                        return raw
                 await self.wait(delay)
         except asyncio.CancelledError:
-            if written:
+            if attempts.written:
                 logger.warning(
                     "%s request_id=%s cancelled after bytes of the request were written: it "
                     "may have been delivered (maybe_delivered=True); check before sending it "

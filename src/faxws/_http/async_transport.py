@@ -57,6 +57,7 @@ from faxws._http.options import ClientOptions
 from faxws._http.shared import (
     DEFAULT_ASYNC_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
+    USER_AGENT,
     BodyLimit,
     Failures,
     Request,
@@ -627,14 +628,7 @@ class AsyncHttpTransport:
     with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
     answers, on one event loop."""
 
-    def __init__(
-        self,
-        url: str,
-        options: ClientOptions,
-        *,
-        user_agent: str,
-        redact: Callable[[str], str] = lambda text: text,
-    ) -> None:
+    def __init__(self, url: str, options: ClientOptions, redact: Callable[[str], str]) -> None:
         self.url = url
         self.timeout = options.timeout
         self.max_response_bytes = options.max_response_bytes
@@ -661,7 +655,7 @@ class AsyncHttpTransport:
         # As the sync client's requests: Connection: keep-alive keeps HTTP/1.0 servers and
         # proxies from closing the connection after each call.
         self._headers = {
-            "User-Agent": user_agent,
+            "User-Agent": USER_AGENT,
             "Accept-Encoding": "gzip, deflate",
             "Connection": "keep-alive",
         }

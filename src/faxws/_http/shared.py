@@ -29,12 +29,13 @@ import time
 import weakref
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 
 from faxws._log import logger
 from faxws._protocol.checks import is_loopback
-from faxws._protocol.soap import may_retry
+from faxws._protocol.soap import may_retry, request_headers
+from faxws._version import __version__
 from faxws.errors import (
     BadInputError,
     ConnectError,
@@ -47,6 +48,7 @@ from faxws.errors import (
 
 if TYPE_CHECKING:
     from faxws._http.options import ClientOptions
+    from faxws.auth import Credentials
 
 __all__ = [
     "DEFAULT_ASYNC_MAX_CONNECTIONS",
@@ -56,9 +58,11 @@ __all__ = [
     "MAX_INTERIM_RESPONSES",
     "MAX_RETRY_DELAY",
     "MAX_TIMEOUT",
+    "USER_AGENT",
     "AsyncTransport",
     "Attempts",
     "BodyLimit",
+    "Caller",
     "Failures",
     "Request",
     "Response",
@@ -80,6 +84,7 @@ __all__ = [
     "trust_of",
 ]
 
+USER_AGENT = f"faxws/{__version__}"
 #: (connect, read) seconds.
 Timeout = float | tuple[float, float]
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
@@ -611,76 +616,71 @@ def retry_after(
 
 
 class Attempts:
-    """The decisions between the attempts of one call, what they log, and the size limit of
-    each answer (whatever the transport).
-
-    A caller asks, after each attempt, whether to refresh the token (one retry after a 401,
-    for token providers) and whether to try again (:func:`~faxws._protocol.soap.may_retry`,
-    within the retry budget), and waits the delay it is given: a random fraction (from
-    ``options.retry_random``) of ``retry_backoff * 2**n``, or what a 503 answer's
-    ``Retry-After`` asks, either at most 60 s (or ``retry_backoff``, if larger).
-    """
-
-    __slots__ = (
-        "_cap",
-        "_idempotent",
-        "_options",
-        "_random",
-        "_redact",
-        "attempt",
-        "name",
-        "refreshed",
-    )
+    """The decisions between the attempts of one call of ``caller``, and what they log: after
+    each attempt, whether to refresh the token (once, after a 401, for token providers) and
+    whether to try again (:func:`~faxws._protocol.soap.may_retry`, within the retry budget),
+    after how long (see :class:`~faxws.ClientOptions`' ``retry_backoff``)."""
 
     def __init__(
-        self,
-        name: str,
-        *,
-        idempotent: bool,
-        options: ClientOptions,
-        redact: Callable[[str], str],
+        self, caller: Caller[Any], name: str, rid: str, soap_action: str, *, idempotent: bool
     ) -> None:
         self.name = name
+        self.rid = rid
+        self._url = caller.url
+        self._soap_action = soap_action
         self._idempotent = idempotent
-        self._options = options
-        self._cap = max(MAX_RETRY_DELAY, options.retry_backoff)
-        self._random = options.retry_random or random.random
-        self._redact = redact
+        self._options = caller.options
+        self._credentials = caller.credentials
+        self._cap = max(MAX_RETRY_DELAY, caller.options.retry_backoff)
+        self._random = caller.options.retry_random or random.random
         self.attempt = 0
         self.refreshed = False
+        self.requests: list[Request] = []
 
-    def sending(self, rid: str, url: str, size: int) -> None:
+    @property
+    def written(self) -> bool:
+        """Whether a byte of any attempt's request was written (or handed on)."""
+        return any(request.written for request in self.requests)
+
+    def request(
+        self, token: str | None, body: bytes | Iterable[bytes] | AsyncIterable[bytes], size: int
+    ) -> Request:
+        """The next attempt's request, with ``token`` in OAuth 2.0 mode."""
         logger.debug(
             "%s request_id=%s POST %s (%d bytes, attempt %d)",
             self.name,
-            rid,
-            url,
+            self.rid,
+            self._url,
             size,
             self.attempt + 1,
         )
+        headers = request_headers(self.rid, token, self._soap_action)
+        request = Request(self._url, headers, body, size, self.rid)
+        self.requests.append(request)
+        return request
 
-    def after_error(self, rid: str, exc: FaxWSError, *, written: bool) -> float | None:
-        """Seconds to wait before trying again, or None: raise ``exc``. ``written``: whether
-        the transport was handed (or wrote) a byte of the request, which decides
-        ``maybe_delivered`` whatever the transport's error says."""
-        if written:
+    def after_error(self, exc: FaxWSError, request: Request) -> float | None:
+        """Seconds to wait before trying again, or None: raise ``exc``. Whether the transport
+        was handed (or wrote) a byte of ``request`` decides ``maybe_delivered``, whatever its
+        error says."""
+        if request.written:
             exc.maybe_delivered = True
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
-        retries = self._options.retries
         if (
             isinstance(exc, TransportError)
             and may_retry(idempotent=self._idempotent, error=exc)
-            and self.attempt < retries
+            and self.attempt < self._options.retries
         ):
-            return self._back_off(rid, type(exc).__name__)
-        logger.debug("%s request_id=%s failed: %s", self.name, rid, type(exc).__name__)
+            return self._back_off(type(exc).__name__)
+        logger.debug("%s request_id=%s failed: %s", self.name, self.rid, type(exc).__name__)
         return None
 
-    def answered(self, rid: str, raw: object) -> Response:
-        """An answer came, as the transport handed it: refused unless it is a Response of an
-        HTTP status, a mapping of headers and bytes, and when it is over the size limit
-        (faxws's own transports stop reading before; another may not). Headers in a plain
-        dict are made to be looked up in any case, as every HTTP stack's are."""
+    def answered(self, raw: object) -> Response:
+        """The answer as the transport handed it: refused unless it is a Response of an HTTP
+        status, a mapping of headers and bytes, and when it is over the size limit (faxws's
+        own transports stop reading before; another may not). Headers in a plain dict are
+        made to be looked up in any case, as every HTTP stack's are."""
+        rid = self.rid
         if not (
             isinstance(raw, Response)
             and type(raw.status) is int
@@ -709,18 +709,18 @@ class Attempts:
                 raw.status,
                 len(raw.content),
                 raw.elapsed,
-                None if activity is None else self._redact(activity),
+                None if activity is None else self._credentials.redact(activity),
             )
         return raw
 
-    def wants_refresh(self, raw: Response, refreshable: bool) -> bool:
+    def wants_refresh(self, raw: Response) -> bool:
         """After a 401, once per call, when a token provider can be asked again."""
-        if raw.status == 401 and refreshable and not self.refreshed:
+        if raw.status == 401 and self._credentials.refreshable and not self.refreshed:
             self.refreshed = True
             return True
         return False
 
-    def after_answer(self, rid: str, raw: Response) -> float | None:
+    def after_answer(self, raw: Response) -> float | None:
         """Seconds to wait before trying again, or None: the answer is final."""
         if not may_retry(idempotent=self._idempotent, status=raw.status) or (
             self.attempt >= self._options.retries
@@ -731,15 +731,46 @@ class Attempts:
             retry_after(raw.headers.get("Retry-After"), self._cap) if raw.status == 503 else None
         )
         if asked is None:
-            return self._back_off(rid, f"HTTP {raw.status}")
-        return self._back_off(rid, f"HTTP {raw.status} with Retry-After", asked)
+            return self._back_off(f"HTTP {raw.status}")
+        return self._back_off(f"HTTP {raw.status} with Retry-After", asked)
 
-    def _back_off(self, rid: str, why: str, delay: float | None = None) -> float:
+    def _back_off(self, why: str, delay: float | None = None) -> float:
         if delay is None:
             fraction = float(self._random())
             # Outside [0, 1] is the nearer end; NaN, which compares false, is 0.
             fraction = 1.0 if fraction > 1 else fraction if fraction >= 0 else 0.0
             delay = min(self._options.retry_backoff * 2.0**self.attempt, self._cap) * fraction
-        logger.info("%s request_id=%s: %s, retrying in %.2fs", self.name, rid, why, delay)
+        logger.info("%s request_id=%s: %s, retrying in %.2fs", self.name, self.rid, why, delay)
         self.attempt += 1
         return delay
+
+
+TransportT = TypeVar("TransportT")
+
+
+class Caller(Generic[TransportT]):
+    """Posts request bodies to one service URL with one set of credentials, through
+    ``options.transport`` or the stack's own (``own``). Each stack's caller adds its loop of
+    attempts: the decisions of :class:`Attempts`, with its own waits and posts."""
+
+    #: The stack's own transport, made from the URL, the options and the secrets' mask.
+    own: ClassVar[type[Any]]
+    #: What a transport given in the options must be, as the error refusing one says.
+    needs: ClassVar[str]
+
+    def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
+        refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
+        self.url = url
+        self.credentials = credentials
+        self.options = options
+        given = options.transport
+        if given is None:
+            given = self.own(url, options, credentials.redact)
+        elif not self.fits(given):
+            raise BadInputError("transport", f"{self.needs}, not {type(given).__name__}")
+        self.transport = cast(TransportT, given)
+
+    @staticmethod
+    def fits(given: object) -> bool:
+        """Whether ``given`` is a transport of the stack's kind."""
+        raise NotImplementedError

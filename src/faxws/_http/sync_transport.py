@@ -42,6 +42,7 @@ from faxws._http.options import ClientOptions
 from faxws._http.shared import (
     DEFAULT_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
+    USER_AGENT,
     BodyLimit,
     Failures,
     Request,
@@ -559,14 +560,7 @@ class HttpTransport:
     with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
     answers."""
 
-    def __init__(
-        self,
-        url: str,
-        options: ClientOptions,
-        *,
-        user_agent: str,
-        redact: Callable[[str], str] = lambda text: text,
-    ) -> None:
+    def __init__(self, url: str, options: ClientOptions, redact: Callable[[str], str]) -> None:
         self.url = url
         self.timeout = options.timeout
         self.max_response_bytes = options.max_response_bytes
@@ -579,7 +573,7 @@ class HttpTransport:
         # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
         # proxies from closing the connection after each call. Accept-Encoding is the async
         # client's, whatever decoders happen to be installed.
-        session.headers["User-Agent"] = user_agent
+        session.headers["User-Agent"] = USER_AGENT
         session.headers["Accept-Encoding"] = "gzip, deflate"
         # The request line, URL and fixed headers are prepared once; each call copies the
         # template, sets its own headers and body, and goes to the adapter itself. This skips
