@@ -1,15 +1,10 @@
 """The exceptions faxws raises: one hierarchy under :class:`FaxWSError`.
 
-Every error carries the request id of the call it belongs to (``None`` only for errors raised
-outside a call, such as building a :class:`~faxws.Recipient` with a bad value), the HTTP status
-where there was a response, and ``maybe_delivered``: whether the request may have reached the
-service. Only a ``maybe_delivered=False`` failure of SendFax is safe to send again.
-
 Lower layers never leak through: requests, urllib3, aiohttp and lxml exceptions are mapped
-onto these classes, and the message names the root cause in a few words. Their exceptions are
-not chained (neither as ``__cause__`` nor as ``__context__``): their text may quote what a
-server sent, secrets included. A :class:`DocumentError` may keep the error of the caller's own
-document as its cause.
+onto these classes, the message naming the root cause in a few words, and are not chained
+(neither as ``__cause__`` nor as ``__context__``): their text may quote what a server sent,
+secrets included. A :class:`DocumentError` may keep the error of the caller's own document as
+its cause.
 """
 
 from __future__ import annotations
@@ -51,12 +46,14 @@ class FaxWSError(Exception):
 
     Attributes:
         message: what went wrong, in one sentence.
-        request_id: the ``x-ch-request-id`` of the call, or None outside a call.
+        request_id: the ``x-ch-request-id`` of the call, or None outside a call (such as
+            building a :class:`~faxws.Recipient` with a bad value).
         status_code: the HTTP status of the response, or None when there was none.
         maybe_delivered: True when any byte of the request was written to the connection
             (or the answer does not prove it was refused), so that repeating a SendFax could
             send the fax twice. False only when nothing of the request left this process,
-            or the service answered that it refused it.
+            or the service answered that it refused it: only then is a SendFax safe to
+            send again.
     """
 
     maybe_delivered: bool = False
@@ -77,14 +74,9 @@ class FaxWSError(Exception):
             self.maybe_delivered = maybe_delivered
 
     def __str__(self) -> str:
-        parts = [self.message]
-        if self.status_code is not None:
-            parts.append(f"HTTP {self.status_code}")
-        if self.request_id is not None:
-            parts.append(f"request id {self.request_id}")
-        if len(parts) == 1:
-            return self.message
-        return f"{self.message} ({', '.join(parts[1:])})"
+        status = [] if self.status_code is None else [f"HTTP {self.status_code}"]
+        rid = [] if self.request_id is None else [f"request id {self.request_id}"]
+        return f"{self.message} ({', '.join(status + rid)})" if status or rid else self.message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self)!r})"
@@ -93,11 +85,9 @@ class FaxWSError(Exception):
 class BadInputError(FaxWSError, ValueError):
     """An argument is invalid. Raised before any byte is sent.
 
-    Attributes:
-        field: the argument or element at fault, e.g. ``recipients[0].fax_number`` or
-            ``/SendFax/FaxJobFiles/item[1]/FileTypeId``.
-        problem: what is wrong with it.
-        issues: for schema validation, every issue found (the first is ``field``/``problem``).
+    ``field`` is the argument or element at fault (``recipients[0].fax_number``,
+    ``/SendFax/FaxJobFiles/item[1]/FileTypeId``) and ``problem`` what is wrong with it;
+    ``issues``, for schema validation, every issue found (the first is ``field``/``problem``).
     """
 
     def __init__(
@@ -115,12 +105,9 @@ class BadInputError(FaxWSError, ValueError):
 
 
 class ServiceError(FaxWSError):
-    """The service answered, but refused the request (``return`` false or a non-zero WSError).
-
-    Attributes:
-        code: the WSError ``ErrorCode`` (for example -5019, "Invalid Job ID").
-        error_string: the WSError ``ErrorString``.
-    """
+    """The service answered, but refused the request (``return`` false or a non-zero WSError):
+    ``code`` and ``error_string`` are its ``ErrorCode`` (-5019: "Invalid Job ID") and
+    ``ErrorString``."""
 
     def __init__(
         self,
@@ -141,15 +128,12 @@ class ServiceError(FaxWSError):
 
 
 class SoapFaultError(FaxWSError):
-    """The service answered with a SOAP fault.
+    """The service answered with a SOAP fault: ``fault_code`` (``soap:Client``,
+    ``soap:Server``) and ``fault_string`` (at most 500 characters).
 
     ``maybe_delivered`` is False for a client fault (``Client``/``Sender``: the service says
     the request itself was wrong) and True for any other code: a server fault ("unable to
     process request... timeout expired") can come after the work was done.
-
-    Attributes:
-        fault_code: the fault code, e.g. ``soap:Client`` or ``soap:Server``.
-        fault_string: the fault text (at most 500 characters).
     """
 
     def __init__(
@@ -172,11 +156,8 @@ class SoapFaultError(FaxWSError):
 
 
 class AuthenticationError(FaxWSError):
-    """The service rejected the credentials (HTTP 401 or 403).
-
-    Attributes:
-        fault_string: the fault text of the response, if it had one.
-    """
+    """The service rejected the credentials (HTTP 401 or 403); ``fault_string`` is the
+    answer's fault text, if it had one."""
 
     def __init__(
         self,
@@ -192,12 +173,9 @@ class AuthenticationError(FaxWSError):
 
 class HTTPStatusError(FaxWSError):
     """The service answered with an HTTP error status and no SOAP fault (an HTML error page,
-    a 502 from a gateway, a redirect). ``maybe_delivered`` is False for 3xx and 4xx answers
-    (the request was redirected or refused) and True for every other status.
-
-    Attributes:
-        body_excerpt: at most 500 characters of the response body.
-    """
+    a 502 from a gateway, a redirect); ``body_excerpt`` holds at most 500 characters of the
+    body. ``maybe_delivered`` is False for 3xx and 4xx answers (the request was redirected or
+    refused) and True for every other status."""
 
     def __init__(
         self,
@@ -247,16 +225,13 @@ class RequestTimeoutError(TransportError):
 
 
 class DocumentError(FaxWSError):
-    """A document could not be sent as announced: it could not be opened or read, the file
-    object failed or was closed, or it shrank or grew while being sent.
+    """A document (``document``: its file name, ``<bytes>`` or ``<stream>``) could not be
+    sent as announced: it could not be opened or read, the file object failed or was closed,
+    or it shrank or grew while being sent.
 
-    When this happens after the request started going out, the connection is aborted before
-    the body is complete, so the service cannot accept a truncated or altered document;
-    ``maybe_delivered`` is still True then (bytes of the request were written), as for any
-    failure after the first byte.
-
-    Attributes:
-        document: the document's name (file name, ``<bytes>`` or ``<stream>``).
+    After the request started going out, the connection is aborted before the body is
+    complete, so the service cannot accept a truncated or altered document;
+    ``maybe_delivered`` is still True then, as for any failure after the first byte.
     """
 
     def __init__(
@@ -273,12 +248,8 @@ class DocumentError(FaxWSError):
 
 class ProtocolError(FaxWSError):
     """The response is not a readable SOAP answer of the expected form (not XML, a DTD,
-    the wrong element, a missing part, too large). The request did reach the service, so
-    ``maybe_delivered`` is True.
-
-    Attributes:
-        body_excerpt: at most 500 characters of the response body.
-    """
+    the wrong element, a missing part, too large); ``body_excerpt`` holds at most 500
+    characters of it. The request did reach the service, so ``maybe_delivered`` is True."""
 
     maybe_delivered = True
 

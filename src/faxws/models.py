@@ -1,9 +1,6 @@
-"""What callers pass in and get back: recipients, files, file types and results.
-
-The request and response elements themselves are the generated classes in
-:mod:`faxws.bindings`; these are the friendly layer on top (type inference, file indexes,
-checks that name the argument at fault).
-"""
+"""What callers pass in and get back: recipients, files, file types and results, the layer
+over the generated :mod:`faxws.bindings` (type inference, file indexes, checks that name the
+argument at fault)."""
 
 from __future__ import annotations
 
@@ -135,12 +132,8 @@ def check_recipient(
     number = check_text("fax_number", fax_number, required=True)
     if not any(c.isdigit() for c in number):
         raise BadInputError("fax_number", f"{number!r} has no digits")
-    for field, value in (
-        ("company", company),
-        ("title", title),
-        ("name", name),
-        ("secure_csid", secure_csid),
-    ):
+    fields = ("company", "title", "name", "secure_csid")
+    for field, value in zip(fields, (company, title, name, secure_csid), strict=True):
         check_text(field, value)
 
 
@@ -150,16 +143,13 @@ Content = BytesSource | PathSource | StreamSource
 class FaxFile:
     """One document of a fax job.
 
-    ``data`` is bytes, a path (:class:`os.PathLike`), or a binary file object. A ``str`` is
-    refused: it is ambiguous between a path and content (use :meth:`from_path` for a path).
-    Paths and seekable file objects are read while sending, in chunks, so a large document is
-    never held in memory whole; their size is measured again when a request is sent, and a
-    document that shrinks or grows while it is being sent makes the call fail with
-    :class:`~faxws.errors.DocumentError` without completing the request. A seekable file
-    object is sent from its position when the ``FaxFile`` was made; sends of one file object
-    from several threads take turns. A file object that cannot seek is read whole here.
-    ``index`` is the 1-based ``FileIndex``; when None the client numbers the files 1..n in
-    order.
+    ``data`` is bytes, a path (:class:`os.PathLike`), or a binary file object; a ``str`` is
+    refused, being ambiguous (use :meth:`from_path` for a path). Paths and seekable file
+    objects are streamed while sending and measured again by each send: one that shrinks or
+    grows meanwhile fails the call with :class:`~faxws.errors.DocumentError`, the request left
+    incomplete. A seekable file object is sent from its position when the ``FaxFile`` was made
+    (sends of it from several threads take turns); one that cannot seek is read whole here.
+    ``index`` is the 1-based ``FileIndex``; when None the client numbers the files 1..n.
     """
 
     __slots__ = ("_content", "_file_type", "_index", "_name")
@@ -245,9 +235,7 @@ class FaxFile:
         )
 
 
-def _content_of(
-    data: object,
-) -> tuple[Content, str]:
+def _content_of(data: object) -> tuple[Content, str]:
     if isinstance(data, str):
         raise BadInputError(
             "data",
@@ -316,27 +304,22 @@ def _read_all(stream: object) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class SendFaxResult:
-    """The outcome of a successful SendFax."""
+    """The outcome of a successful SendFax: one job id per recipient, in the order given; the
+    service's estimate of seconds until the job starts (TTFP); the ``x-ch-request-id`` sent;
+    the service's ``x-ch-activity-id`` and ``x-ch-execution-time`` headers, if it sent them."""
 
     job_ids: tuple[str, ...]
-    """One job id per recipient, in the order the recipients were given."""
     ttfp: int
-    """The service's estimate of seconds until the job starts (TTFP)."""
     request_id: str
-    """The ``x-ch-request-id`` sent with the request."""
     activity_id: str | None = None
-    """The service's ``x-ch-activity-id`` response header, if it sent one."""
     execution_time_ms: int | None = None
-    """The service's ``x-ch-execution-time`` response header, if it sent one."""
 
 
 @dataclass(frozen=True, slots=True)
 class BroadcastReportResult:
-    """The outcome of a successful GetFaxBroadcastReport: the service accepted the request.
-
-    The response carries no report records (the report's delivery is not shown in the
-    interface); this records what was asked and the tracing ids.
-    """
+    """The outcome of a successful GetFaxBroadcastReport: what was asked and the tracing ids
+    (as in :class:`SendFaxResult`). The response carries no report records (the report's
+    delivery is not shown in the interface)."""
 
     job_id: str
     request_id: str

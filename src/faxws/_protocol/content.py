@@ -1,18 +1,12 @@
 """Document sources and the readers that send them: exactly the announced bytes, or an error.
 
-A request announces its Content-Length before the body is written, so each document's size is
-taken when the request is opened for sending (:meth:`Source.open`), not when the
-:class:`~faxws.FaxFile` was made: a scan that was still being written when the ``FaxFile`` was
-built goes out whole. While sending, a reader
-
-* fills every chunk it yields, however short the reads of the underlying file are;
-* raises :class:`~faxws.errors.DocumentError` as soon as the file ends early or turns out
-  longer than announced, before the last of its bytes (and the rest of the envelope) is
-  yielded, so a body that does not match what was announced is never completed;
-* wraps any exception of the file object (closed, I/O error) the same way.
-
-File objects have a shared position, so two sends of one file object at once are serialized
-with a lock per object; a send holds it from :meth:`Source.open` to :meth:`Reader.close`.
+Each document's size is taken when a request is opened for sending (:meth:`Source.open`), as
+its Content-Length is announced, not when the :class:`~faxws.FaxFile` was made. A reader fills
+every chunk, however short the file's reads are, and raises
+:class:`~faxws.errors.DocumentError` (also for any failure of the file object) as soon as the
+file ends early or turns out longer, before its last bytes: a body that does not match what was
+announced is never completed. Sends of one file object (one shared position) take turns, under
+a lock per object held from :meth:`Source.open` to :meth:`Reader.close`.
 """
 
 from __future__ import annotations
@@ -207,7 +201,7 @@ class PathSource:
     def name(self) -> str:
         return self._path.name
 
-    def open(self) -> _PathReader:
+    def open(self) -> _FileReader:
         try:
             fh = open_regular(self._path)
         except OSError as exc:
@@ -226,23 +220,33 @@ class PathSource:
             fh.close()
             raise DocumentError(f"{self.name} is empty", document=self.name)
         self._size = size
-        return _PathReader(fh, size, self.name)
+        return _FileReader(fh, 0, size, self.name, owned=True)
 
 
-class _PathReader:
-    __slots__ = ("_fh", "_name", "size")
+class _FileReader:
+    """``size`` bytes of a file from ``start``. Closing closes a file the send opened, and
+    leaves a caller's file object where the FaxFile found it, to be sent (or wrapped in a new
+    FaxFile) again."""
 
-    def __init__(self, fh: BinaryIO, size: int, name: str) -> None:
+    __slots__ = ("_fh", "_name", "_owned", "_start", "size")
+
+    def __init__(self, fh: BinaryIO, start: int, size: int, name: str, *, owned: bool) -> None:
         self._fh = fh
+        self._start = start
         self.size = size
         self._name = name
+        self._owned = owned
 
     def chunks(self, chunk_size: int) -> Iterator[bytes]:
-        _rewind(self._fh, 0, self._name)
+        _rewind(self._fh, self._start, self._name)
         return _exact(self._fh.read, self.size, chunk_size, self._name)
 
     def close(self) -> None:
-        self._fh.close()
+        if self._owned:
+            self._fh.close()
+            return
+        with contextlib.suppress(Exception):
+            self._fh.seek(self._start)
 
 
 # -- file objects -----------------------------------------------------------------------------
@@ -306,13 +310,9 @@ def measure_stream(stream: Any) -> tuple[int, int]:
     object's send lock so that a send in progress is not disturbed. On an event loop's
     thread, whose waiting would stop the very call that holds the lock, an object being
     sent is refused instead (BusyError)."""
-    if _on_event_loop():
-        held = try_acquire_stream(stream)
-        if held is None:
-            raise BusyError
-        lock = held
-    else:
-        lock = _acquire_stream(stream)
+    lock = try_acquire_stream(stream) if _on_event_loop() else _acquire_stream(stream)
+    if lock is None:
+        raise BusyError
     try:
         start = stream.tell()
         stream.seek(0, os.SEEK_END)
@@ -342,7 +342,7 @@ class StreamSource:
     def name(self) -> str:
         return self._name
 
-    def open(self) -> _StreamReader:
+    def open(self) -> _FileReader:
         """Measure the object; the caller holds its lock (see :func:`open_all`)."""
         try:
             self.stream.seek(0, os.SEEK_END)
@@ -358,26 +358,7 @@ class StreamSource:
                 f"{self.name} has no data after position {self._start}", document=self.name
             )
         self._size = size
-        return _StreamReader(self, size)
-
-
-class _StreamReader:
-    __slots__ = ("_source", "size")
-
-    def __init__(self, source: StreamSource, size: int) -> None:
-        self._source = source
-        self.size = size
-
-    def chunks(self, chunk_size: int) -> Iterator[bytes]:
-        source = self._source
-        _rewind(source.stream, source._start, source.name)
-        return _exact(source.stream.read, self.size, chunk_size, source.name)
-
-    def close(self) -> None:
-        # Leave the object where the FaxFile found it, so the same object can be sent (or
-        # wrapped in a new FaxFile) again.
-        with contextlib.suppress(Exception):
-            self._source.stream.seek(self._source._start)
+        return _FileReader(self.stream, self._start, size, self.name, owned=False)
 
 
 # -- opening a request's documents together ---------------------------------------------------
