@@ -185,7 +185,7 @@ def _pairs(headers: _Headers) -> list[tuple[str, str]]:
 
 
 def _one(pairs: list[tuple[str, str]], name: str) -> str | None:
-    values = [value for key, value in pairs if key == name]
+    values = [value for key, value in pairs if key == name.lower()]
     if len(values) > 1:
         _refuse(name, "is given more than once")
     return values[0] if values else None
@@ -209,7 +209,7 @@ def check_credentials(headers: _Headers, credentials: tuple[str, str]) -> None:
     ``credentials`` (user, password) as HTTP Basic credentials (UTF-8, RFC 7617)."""
     user, password = _expected(credentials)
     try:
-        value = _one(_pairs(headers), "authorization")
+        value = _one(_pairs(headers), "Authorization")
     except _Refused:
         raise NotificationAuthError("is given more than once") from None
     if value is None:
@@ -248,21 +248,15 @@ def parse_notification(
         return _event(*_read(body, pairs))
     except _Refused as refused:
         problem = refused.problem
-        if refused.shown is not None:
-            password = [credentials[1]] if credentials else []
-            problem += f": {_excerpt(refused.shown, password)}"
+        if refused.shown is not None:  # masked before it is cut, room left for any spelling
+            masked = [credentials[1]] if credentials else []
+            shown = redact(refused.shown[: _EXCERPT + 12 * len("".join(masked))], masked)
+            problem += ": " + repr(shown[:_EXCERPT] + ("…" if len(shown) > _EXCERPT else ""))
         raise NotificationError(refused.field, problem) from None
 
 
-def _excerpt(text: str, masked: list[str]) -> str:
-    # Masked before it is cut, over enough text to hold the password in any spelling.
-    window = _EXCERPT + 12 * max((len(s) for s in masked), default=0)
-    shown = redact(text[:window], masked)
-    return repr(shown[:_EXCERPT] + ("…" if len(shown) > _EXCERPT else ""))
-
-
 def _read(body: bytes, pairs: list[tuple[str, str]]) -> tuple[dict[str, str | bytes], Flavour]:
-    value = _one(pairs, "content-type")
+    value = _one(pairs, "Content-Type")
     if value is None:
         _refuse("Content-Type", "is missing")
     parsed = email.message.Message()
@@ -273,7 +267,7 @@ def _read(body: bytes, pairs: list[tuple[str, str]]) -> tuple[dict[str, str | by
     if kind == "multipart/form-data":
         return _multipart(body, parsed.get_boundary()), "multipart"
     if kind in ("text/xml", "application/soap+xml"):
-        action = _one(pairs, "soapaction") or parsed.get_param("action")
+        action = _one(pairs, "SOAPAction") or parsed.get_param("action")
         if not isinstance(action, str) or action.strip().strip('"') != _ACTION:
             _refuse("SOAPAction", f"is not {_ACTION}", action if isinstance(action, str) else None)
         return _soap(body), "soap"
