@@ -1,26 +1,7 @@
-"""A faithful local stand-in for the FaxWS v5 service, for tests and demos.
-
->>> with FaxWSSimulator() as sim:                                    # doctest: +SKIP
-...     client = FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN)
-...     client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4", FileType.PDF)])
-...     sim.jobs[0].files[0].data
-b'%PDF-1.4'
-
-It is a real HTTP/1.1 server (threaded, keep-alive) on 127.0.0.1, strict where the contract is:
-405 (with ``Allow: POST``) for any method other than POST, 404 for another path, 415 for
-another Content-Type, a SOAP Client fault for a missing SOAPAction header, malformed XML, a
-DTD (in any encoding), an unknown operation or a body that fails the schema, and HTTP 401 for
-any request that breaks the two authentication rules. It also serves an OAuth 2.0 token
-endpoint (client credentials grant) at ``/connect/token``.
-
-It stays bounded under any input. A large request is parsed while it arrives, and each
-document's base64 is decoded in chunks; a document larger than ``SPOOL_THRESHOLD`` goes to a
-file in a spool directory (removed at :meth:`stop`) as it is decoded, so a large fax costs
-memory of the order of one chunk. Small documents stay in memory within ``DOCUMENT_MEMORY``.
-Request bodies are kept in memory only within ``retained_body_bytes`` (newest first; the
-metadata of every request stays), and a request's XML outside the documents is bounded in
-depth, elements and text. :meth:`stop` wakes every parked fault, shuts every connection down
-and joins every thread it started.
+"""A local stand-in for the FaxWS v5 service, for tests and demos: :class:`FaxWSSimulator`
+(the README's "The local simulator" says what it serves, refuses and records). A real threaded
+HTTP/1.1 server, strict where the contract is, and bounded under any input: a request is parsed
+as it arrives, and a large document goes to a spool file while it is decoded.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from faxws._protocol.soap import CONTENT_TYPE
 from faxws._protocol.writer import fault_envelope
 
-__all__ = ["RejectError", "client_fault", "not_allowed", "server_fault"]
+__all__ = ["RejectError", "client_fault", "not_allowed", "plain", "server_fault"]
 
 
 class RejectError(Exception):
@@ -37,5 +37,10 @@ def server_fault(text: str) -> RejectError:
     return RejectError(500, fault_envelope("soap:Server", text), reason=text)
 
 
+def plain(status: int, text: str, headers: Mapping[str, str] | None = None) -> RejectError:
+    """A refusal in plain text, one line."""
+    return RejectError(status, f"{text}\n".encode(), "text/plain", headers)
+
+
 def not_allowed() -> RejectError:
-    return RejectError(405, b"method not allowed\n", "text/plain", {"Allow": "POST"})
+    return plain(405, "method not allowed", {"Allow": "POST"})

@@ -14,6 +14,7 @@ simulator never grants, so it cannot clear the inbox or inject faults.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import math
@@ -202,28 +203,21 @@ def _fault(spec: Any) -> tuple[Any, str | None, int]:
     try:
         fault = cls(**spec)
     except TypeError:
-        raise _ApiError(400, f"{kind} takes {_fields(cls) or 'no other fields'}") from None
+        fields = ", ".join(f.name for f in dataclasses.fields(cls)) or "no other fields"
+        raise _ApiError(400, f"{kind} takes {fields}") from None
     except (ValueError, BadInputError) as exc:
         raise _ApiError(400, str(exc)) from None
     return fault, operation, times
 
 
-def _fields(cls: type) -> str:
-    import dataclasses
-
-    return ", ".join(f.name for f in dataclasses.fields(cls))
-
-
 def _read_body(handler: Handler, *, json_required: bool) -> Any:
-    from faxws.testing._oauth import MAX_FORM
-
     content_type = handler.fields.get("content-type", "")
     is_json = content_type.split(";", 1)[0].strip().lower() == "application/json"
     if not is_json and (json_required or handler.fields.get("x-faxws-client") is None):
         # A page on another origin can send neither without a preflight.
         needed = "a JSON body" if json_required else "a JSON body or an X-FaxWS-Client header"
         raise _ApiError(403, f"{handler.command} needs {needed}")
-    received = handler.receive(parse=False, limit=min(MAX_FORM, _MAX_JSON), whole=True)
+    received = handler.receive(parse=False, limit=_MAX_JSON, whole=True)
     if not received.complete:
         handler.close_connection = True
         raise _ApiError(400, "the body ended early")

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sqlite3
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -128,16 +129,7 @@ def _json(job: SimulatedJob) -> str:
             "auth_mode": job.auth_mode,
             "request_id": job.request_id,
             "received_at": job.received_at,
-            "recipients": [
-                [
-                    r.recip_fax_number,
-                    r.recip_company,
-                    r.recip_title,
-                    r.recip_name,
-                    r.recip_secure_csid,
-                ]
-                for r in job.recipients
-            ],
+            "recipients": [list(astuple(r)) for r in job.recipients],
             "files": [[f.index, f.file_type, str(f.path), f.size, f.sha256] for f in job.files],
             "deviations": list(job.deviations),
         }

@@ -33,54 +33,45 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Fault:
-    """A failure to inject: one of the subclasses, also built with the class methods."""
+    """A failure to inject: one of the subclasses, each also built by the class method of its
+    kind (``Fault.http_status(503)`` is ``HttpStatus(503)``)."""
 
     kind: ClassVar[str] = ""
 
     @classmethod
     def delay_response(cls, seconds: float) -> DelayResponse:
-        """Answer normally, after ``seconds``."""
         return DelayResponse(seconds)
 
     @classmethod
     def html_500(cls) -> Html500:
-        """HTTP 500 with an HTML error page."""
         return Html500()
 
     @classmethod
     def http_status(cls, status: int) -> HttpStatus:
-        """HTTP ``status`` (e.g. 502, 503, 504) with a short plain-text body."""
         return HttpStatus(status)
 
     @classmethod
     def soap_fault(cls, code: str = "soap:Server", text: str = "simulated fault") -> SoapFault:
-        """A SOAP fault with HTTP 500."""
         return SoapFault(code, text)
 
     @classmethod
     def ws_error(cls, code: int, text: str = "simulated error") -> WsError:
-        """A normal response with ``return`` false and the given WSError."""
         return WsError(code, text)
 
     @classmethod
     def close_before_read(cls) -> CloseBeforeRead:
-        """Close the connection after the request headers, without reading the body.
-        The body holds the operation, so this fault cannot be limited to one operation."""
         return CloseBeforeRead()
 
     @classmethod
     def close_after_read(cls) -> CloseAfterRead:
-        """Read the whole request, then close the connection without answering."""
         return CloseAfterRead()
 
     @classmethod
     def reset_mid_response(cls) -> ResetMidResponse:
-        """Send the status line, the headers and half of the body, then reset the connection."""
         return ResetMidResponse()
 
     @classmethod
     def slow_drip(cls, seconds: float) -> SlowDrip:
-        """Send a normal response one byte at a time, spread over about ``seconds``."""
         return SlowDrip(seconds)
 
 
@@ -104,7 +95,7 @@ class Html500(Fault):
 
 @dataclass(frozen=True)
 class HttpStatus(Fault):
-    """HTTP ``status`` with a short plain-text body."""
+    """HTTP ``status`` (e.g. 502, 503, 504) with a short plain-text body."""
 
     status: int
     kind: ClassVar[str] = "http_status"
@@ -140,7 +131,8 @@ class WsError(Fault):
 
 @dataclass(frozen=True)
 class CloseBeforeRead(Fault):
-    """Close the connection after the request headers, without reading the body."""
+    """Close the connection after the request headers, without reading the body. The body
+    holds the operation, so this fault cannot be limited to one operation."""
 
     kind: ClassVar[str] = "close_before_read"
 

@@ -29,7 +29,7 @@ from faxws._protocol.writer import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
 from faxws.testing import _api, _inbox
 from faxws.testing._accounts import same
-from faxws.testing._answers import RejectError, client_fault, not_allowed, server_fault
+from faxws.testing._answers import RejectError, client_fault, not_allowed, plain, server_fault
 from faxws.testing._documents import Received
 from faxws.testing._faults import (
     CloseAfterRead,
@@ -213,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
             return False
         self.pairs = [(name, value.strip(" \t")) for name, value in self.headers.items()]
         self.fields = {name.lower(): value for name, value in reversed(self.pairs)}
-        self._frame()
+        self._framing = self._frame()
         if self._framing is not None:
             self.close_connection = True
             return True  # answered by the route, as it answers a body it refuses
@@ -223,35 +223,27 @@ class Handler(BaseHTTPRequestHandler):
         self._expect = True  # answered by parse_request once the headers are checked
         return True
 
-    def _frame(self) -> None:
-        """How long the body is (:attr:`_unread`), from one plain Content-Length or none;
-        any other framing is refused (:attr:`_framing`), as RFC 9112 section 6.3 asks: two
-        readers could each take a different body from it, and the simulator reads no
-        chunked body."""
+    def _frame(self) -> RejectError | None:
+        """How long the body is (:attr:`_unread`), from one plain Content-Length or none; any
+        other framing is refused, as RFC 9112 section 6.3 asks: two readers could each take a
+        different body from it, and the simulator reads no chunked body."""
         names = [name.lower() for name, _ in self.pairs]
         if names.count("content-length") > 1 or names.count("transfer-encoding") > 1:
-            text = b"Content-Length or Transfer-Encoding given twice\n"
-            self._framing = RejectError(400, text, "text/plain")
-            return
+            return plain(400, "Content-Length or Transfer-Encoding given twice")
         coding = self.fields.get("transfer-encoding")
         length = self.fields.get("content-length")
         if coding is not None:
             codings = [c.strip(" \t").lower() for c in coding.split(",")]
             if length is not None:
-                text = b"both Content-Length and Transfer-Encoding\n"
-            elif codings[-1] != "chunked" or codings.count("chunked") > 1:
-                text = b"bad Transfer-Encoding\n"  # a body whose end cannot be found
-            else:
-                text = b"a Content-Length is required (no Transfer-Encoding)\n"
-                self._framing = RejectError(411, text, "text/plain")
-                return
-            self._framing = RejectError(400, text, "text/plain")
-            return
+                return plain(400, "both Content-Length and Transfer-Encoding")
+            if codings[-1] != "chunked" or codings.count("chunked") > 1:
+                return plain(400, "bad Transfer-Encoding")  # a body whose end cannot be found
+            return plain(411, "a Content-Length is required (no Transfer-Encoding)")
         value = 0 if length is None else declared_length(length)
         if value is None:
-            self._framing = RejectError(400, b"bad Content-Length\n", "text/plain")
-            return
+            return plain(400, "bad Content-Length")
         self._unread = value
+        return None
 
     def _secrets(self) -> frozenset[str]:
         """What this request's records and lines must never show (found once per request)."""
@@ -299,7 +291,7 @@ class Handler(BaseHTTPRequestHandler):
                 received = self.receive(parse=False)
                 ticket = self._record(path, received, arrived)
                 if path != PATH:
-                    raise RejectError(404, b"not found\n", "text/plain")
+                    raise plain(404, "not found")
                 raise not_allowed()
             if isinstance(state.faults.take(None, before_read=True), CloseBeforeRead):
                 ticket = self._record(path, None, arrived)
@@ -334,7 +326,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.log_request("no answer: the simulator stopped")
                     return
             if not soap:
-                raise RejectError(415, b"unsupported media type\n", "text/plain")
+                raise plain(415, "unsupported media type")
             status, payload = self._service(received, fault, arrived, request_id)
             headers = {"Content-Type": CONTENT_TYPE}
         except RejectError as reject:
@@ -421,7 +413,7 @@ class Handler(BaseHTTPRequestHandler):
             raise self._framing  # the connection then closes
         if self._unread > limit:
             self.close_connection = True  # the body is not read, so the stream is lost
-            raise RejectError(413, b"request too large\n", "text/plain")
+            raise plain(413, "request too large")
         sim = self.server.sim
         received = Received(sim._spool if parse else None)
         received.retained = self._unread <= sim.retained_body_bytes
