@@ -88,9 +88,8 @@ def _one_line(text: str) -> str:
 
 
 def _escape(text: str) -> str:
-    """Text for the inside of a double-quoted (or triple-double-quoted) literal: backslashes and
-    quotes escaped, so no text can end the literal early; unprintable characters as escapes,
-    printable non-ASCII kept as it is (the module is UTF-8)."""
+    """Text for the inside of a double-quoted (or triple-quoted) literal: no text can end it
+    early; unprintable characters as escapes, printable non-ASCII as it is (UTF-8)."""
     out = []
     for ch in text:
         if ch in '\\"':
@@ -238,7 +237,7 @@ class _Schemas:
         namespace = schema.get("targetNamespace", chameleon or "")
         info = _Schema(namespace, schema.get("elementFormDefault") == "qualified")
         for node in _children(schema):
-            kind, name = _local(node), node.get("name", "")
+            kind, q = _local(node), (namespace, node.get("name", ""))
             if not _is(node, XS, *_SCHEMA_CHILDREN):
                 raise CodegenError(f"schema {namespace}: {_construct(node)} is not supported")
             if kind in ("import", "include"):
@@ -253,17 +252,17 @@ class _Schemas:
                     root, target_path = target
                     self._add(root, target_path, namespace if kind == "include" else None)
             elif kind == "simpleType":
-                self._define(kind, (namespace, name))
-                self.simple_types[(namespace, name)] = node
+                self._define(kind, q)
+                self.simple_types[q] = node
             elif kind == "complexType":
-                self._define(kind, (namespace, name))
-                self.types[(namespace, name)] = (node, info)
-                self.order.append(("type", (namespace, name)))
+                self._define(kind, q)
+                self.types[q] = (node, info)
+                self.order.append(("type", q))
             elif kind == "element":
-                if (namespace, name) in self.elements:
-                    raise CodegenError(f"element {name} is defined twice in {namespace!r}")
-                self.elements[(namespace, name)] = (node, info)
-                self.order.append(("element", (namespace, name)))
+                if q in self.elements:
+                    raise CodegenError(f"element {q[1]} is defined twice in {namespace!r}")
+                self.elements[q] = (node, info)
+                self.order.append(("element", q))
 
     def _define(self, kind: str, q: QName) -> None:
         if q in self.types or q in self.simple_types:
@@ -362,9 +361,8 @@ def _read_operations(defs: etree._Element) -> list[_Operation]:
             for holder in (abstract[name], op)
             for d in holder.findall(f"{{{WSDL}}}documentation")
         ]
-        operations.append(
-            _Operation(name, action, parts["input"], parts["output"], next(iter(docs), ""))
-        )
+        doc = docs[0] if docs else ""
+        operations.append(_Operation(name, action, parts["input"], parts["output"], doc))
     if not operations:
         raise CodegenError("the binding has no operations")
     return operations
@@ -745,15 +743,8 @@ def _format(code: str) -> str:
             f"the bindings are formatted with ruff {RUFF_VERSION} (pinned in pyproject.toml), "
             f"found {have}: pip install 'ruff=={RUFF_VERSION}'"
         )
-    done = _ruff(
-        "format",
-        "--isolated",
-        "--line-length=100",
-        "--target-version=py310",
-        "--stdin-filename=bindings.py",
-        "-",
-        stdin=code,
-    )
+    settings = ("--isolated", "--line-length=100", "--target-version=py310")
+    done = _ruff("format", *settings, "--stdin-filename=bindings.py", "-", stdin=code)
     if done.returncode != 0:
         raise CodegenError(f"ruff could not format the bindings: {done.stderr.strip()}")
     return done.stdout
