@@ -282,10 +282,7 @@ def _refuse_extra_headers(headers: Mapping[str, str], soap_action: str) -> None:
     added)."""
     own = {"soapaction": f'"{soap_action}"', "content-type": "text/xml; charset=utf-8"}
     for key, value in headers.items():
-        lower = key.lower()
-        if lower == _REQUEST_ID:
-            continue
-        if own.get(lower) != value:
+        if key.lower() != _REQUEST_ID and own.get(key.lower()) != value:
             raise BadInputError(
                 f"extra_http_headers[{key!r}]",
                 "is not sent: requests carry exactly the contract's headers",
