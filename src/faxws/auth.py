@@ -143,22 +143,19 @@ class BearerAuth(Credentials):
         return ""
 
     def refresh(self) -> bool:
-        if self._provider is None:
-            return False
-        invalidate = getattr(self._provider, "invalidate", None)
-        if callable(invalidate):
-            _discard(invalidate())
-        return True
+        _discard(self._invalidate())
+        return self._provider is not None
 
     async def refresh_async(self) -> bool:
-        if self._provider is None:
-            return False
+        result = self._invalidate()
+        if inspect.isawaitable(result):
+            await result
+        return self._provider is not None
+
+    def _invalidate(self) -> object:
+        """What the provider's ``invalidate()`` returned, if it has one."""
         invalidate = getattr(self._provider, "invalidate", None)
-        if callable(invalidate):
-            result = invalidate()
-            if inspect.isawaitable(result):
-                await result
-        return True
+        return invalidate() if callable(invalidate) else None
 
     def _secrets(self) -> tuple[str, ...]:
         with self._lock:
@@ -247,6 +244,5 @@ def _provider_errors(request_id: str | None) -> Iterator[None]:
 
 def _discard(result: object) -> None:
     """Close a coroutine nobody will await (Python would warn about it, after the fact)."""
-    close = getattr(result, "close", None)
-    if inspect.iscoroutine(result) and callable(close):
-        close()
+    if inspect.iscoroutine(result):
+        result.close()
