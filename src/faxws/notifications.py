@@ -22,7 +22,9 @@ framework needed), or raises a :class:`NotificationError` naming the field and t
   :data:`MAX_TEXT_CHARS` characters of a text field. SOAP goes through faxws's hardened XML
   parse (no DTD, no entities, no network; libxml2's limit of 10 MB per text node puts a SOAP
   image at about 7 MiB at most), multipart through the standard library's ``email`` parser with
-  its ``compat32`` policy (the newer policies' header parser recurses on nested comments).
+  its ``compat32`` policy (the newer policies' header parser recurses on nested comments). That
+  parser works on lines of text: a multipart body takes up to about 9 times its size in memory
+  while it is read (SOAP about 3), which ``max_bytes`` should allow for.
 - With ``credentials`` (the job's NotifyAuthUser and NotifyAuthPassword) the request must carry
   them as HTTP Basic credentials, compared in constant time before the body is looked at;
   :func:`check_credentials` does that alone, for a receiver that checks before reading a body.
