@@ -1,10 +1,9 @@
 """Generate typed bindings (:mod:`faxws.bindings`) from a FaxWS WSDL (``make bindings``).
 
-The WSDL and its schemas are read with lxml, not zeep: zeep's API does not list a binding's
-operations, and its model flattens constructs (choices, extensions, attributes) that the
-bindings cannot express and must refuse by name. Every construct is handled explicitly; any
-other stops the generator with a :class:`CodegenError` naming it and where it is. Names are
-resolved, never compared as text. The output is deterministic and formatted by the pinned ruff.
+The WSDL and its schemas are read with lxml, not zeep, whose model flattens constructs
+(choices, extensions, attributes) the bindings must refuse by name: any construct not handled
+stops the generator with a :class:`CodegenError` naming it and where it is. The output is
+deterministic and formatted by the pinned ruff.
 
 Usage: ``python -m faxws._codegen [--wsdl PATH] [--output PATH]`` (default: standard output).
 """

@@ -24,11 +24,8 @@ _SEEN_TOKENS = 256
 
 @runtime_checkable
 class TokenProvider(Protocol):
-    """A zero-argument callable returning an access token.
-
-    It is called for every request, so it can cache and refresh. If it also has an
-    ``invalidate()`` method, the client calls it after an HTTP 401 before asking again.
-    """
+    """A zero-argument callable returning an access token, called for every request; its
+    ``invalidate()`` method, if it has one, is called after an HTTP 401 before asking again."""
 
     def __call__(self) -> str: ...
 

@@ -145,9 +145,8 @@ class Validator:
         """libxml2's errors for ``payload``, in the order it found them (none when valid).
 
         lxml keeps the error log on the schema object, so a copy used by two threads at once
-        could hand one the other's errors. Each call takes a compiled copy no other thread is
-        using (compiled in a fraction of a millisecond, and kept): nothing waits, and an
-        invalid document is validated once, not again under a lock to read its errors.
+        could hand one the other's errors: each call takes a compiled copy no other thread is
+        using (compiled in a fraction of a millisecond, and kept), so nothing waits.
         """
         try:
             schema = self._idle.pop()  # list.pop and list.append are atomic

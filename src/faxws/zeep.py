@@ -122,11 +122,9 @@ def _set_child(payload: etree._Element, name: str, text: str, order: list[str]) 
 
 
 class FaxWSTransport(zeep.Transport):
-    """A zeep transport that writes the contract's wire form and posts it through faxws's
-    caller (request id, token, retries as for :class:`~faxws.FaxClient`), only to the service
-    URL; the request id is the caller's ``x-ch-request-id`` (from
-    ``client.settings(extra_http_headers=...)``) or a fresh UUID4. Answers are read by faxws
-    first. WSDL and XSD documents are read from local files only."""
+    """A zeep transport that writes the contract's wire form, posts it to the service URL only,
+    through the exchange of :class:`~faxws.FaxClient`, and reads the answer before zeep does.
+    WSDL and XSD documents are read from local files only."""
 
     def __init__(self, caller: SyncCaller) -> None:
         session = requests.Session()
