@@ -27,13 +27,14 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_ELEMENTS",
     "MAX_TEXT",
+    "OPERATION_TAGS",
     "Base64Decoder",
     "DocumentSink",
     "Refusal",
     "RequestReader",
     "deviations",
-    "operation_named",
     "sniff_operation",
+    "wide_codec",
 ]
 
 #: Bounds of a request's XML apart from the documents' base64: a SOAP request is a few
@@ -57,8 +58,8 @@ _FILE_DATA = (
 _HEADER = f"{{{SOAP11_NS}}}Header"
 _PARTS = frozenset({ENVELOPE, _HEADER, BODY})
 _CONTRACT_PREFIXES = frozenset({"soap"})  # of the envelope's own elements
-# Each operation's payload element by its full tag.
-_OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
+#: Each operation's name by the full tag of its payload element.
+OPERATION_TAGS = {f"{{{NAMESPACE}}}{name}": name for name in OPERATIONS}
 _PROLOG = 256  # bytes kept from the start of a body: enough for its XML declaration
 _DECLARATION = re.compile(rb"""<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -127,11 +128,6 @@ class Base64Decoder:
             raise ValueError(f"{self._where}: not a valid xs:base64Binary") from None
         self._padded = text.endswith("=")
         self._out(data)
-
-
-def operation_named(tag: str) -> str | None:
-    """The operation a payload element stands for, or None for any other element."""
-    return _OPERATION_TAGS.get(tag)
 
 
 def sniff_operation(body: bytes) -> str | None:
@@ -212,7 +208,7 @@ class _Target:
         self._stack.append(tag)
         depth = len(self._stack)
         if depth == 3 and self.operation is None and self._stack[:2] == [ENVELOPE, BODY]:
-            self.operation = operation_named(tag)
+            self.operation = OPERATION_TAGS.get(tag)
         if depth == 5 and tuple(self._stack) == _FILE_DATA[:5]:
             self._items += 1
         elif depth == 6 and tuple(self._stack) == _FILE_DATA:
@@ -370,9 +366,9 @@ def deviations(
     elif soap_action != "":
         found.append(f"SOAPAction is {soap_action}; the contract requires an empty value")
     text = prolog.lstrip(codecs.BOM_UTF8)
-    other = _other_encoding(prolog)
+    other = wide_codec(prolog)
     if other is not None:
-        found.append(f"the body is in {other}; the contract requires UTF-8")
+        found.append(f"the body is in {other[:6].upper()}; the contract requires UTF-8")
     elif not text.startswith(b"<?xml"):
         found.append(
             "the body does not start with an XML declaration in UTF-8; the contract requires one"
@@ -416,12 +412,17 @@ def _is_contract_type(value: str) -> bool:
     return media == MEDIA_TYPE and params == ["charset=utf-8"]
 
 
-def _other_encoding(prolog: bytes) -> str | None:
-    """UTF-16 or UTF-32, by a byte order mark or the zero bytes around a first ``<``."""
-    for marks, name in (
-        ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, b"<\0\0\0", b"\0\0\0<"), "UTF-32"),
-        ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, b"<\0", b"\0<"), "UTF-16"),
+def wide_codec(data: bytes) -> str | None:
+    """The codec of a body in UTF-32 or UTF-16, known by its byte order mark or the zero bytes
+    around a first ``<``; None for any other."""
+    for marks, codec in (
+        ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "utf-32"),
+        ((b"<\0\0\0",), "utf-32-le"),
+        ((b"\0\0\0<",), "utf-32-be"),
+        ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-16"),
+        ((b"<\0",), "utf-16-le"),
+        ((b"\0<",), "utf-16-be"),
     ):
-        if prolog.startswith(marks):
-            return name
+        if data.startswith(marks):
+            return codec
     return None

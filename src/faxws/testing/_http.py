@@ -23,7 +23,7 @@ from lxml import etree
 from faxws._http.shared import declared_length
 from faxws._protocol.reader import ReadError, read_payload, soap_payload
 from faxws._protocol.redact import redact
-from faxws._protocol.request_reader import ENVELOPE, deviations, operation_named
+from faxws._protocol.request_reader import ENVELOPE, OPERATION_TAGS, deviations
 from faxws._protocol.soap import CONTENT_TYPE, MEDIA_TYPE, PATH, new_request_id
 from faxws._protocol.writer import document, fault_envelope
 from faxws.bindings import NAMESPACE, OPERATIONS, WSError
@@ -464,7 +464,7 @@ class Handler(BaseHTTPRequestHandler):
             raise client_fault(exc.message) from None
         if root.tag != ENVELOPE:
             raise client_fault("only SOAP 1.1 envelopes are accepted")
-        name = operation_named(str(payload.tag))
+        name = OPERATION_TAGS.get(str(payload.tag))
         handler = None if name is None else HANDLERS.get(name)
         if name is None or handler is None:
             qname = etree.QName(payload)

@@ -3,7 +3,6 @@ documents."""
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import io
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from faxws._protocol.redact import MASK, redact
+from faxws._protocol.request_reader import wide_codec
 from faxws.bindings import FaxJobRecipient
 from faxws.testing._accounts import PUBLIC
 
@@ -21,31 +21,12 @@ __all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked", "text_of
 _STR_PIN = re.compile(
     r"(<(?:[\w.-]+:)?strPIN(?:\s[^>]*)?(?<!/)>)(.*?)(</(?:[\w.-]+:)?strPIN\s*>)", re.S
 )
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 _SHOWN = 2000  # characters of a body a repr shows
 
 
 def text_of(body: bytes) -> str:
     """A body as text for display, in whichever encoding its first bytes announce."""
-    for bom, codec in _BOMS:
-        if body.startswith(bom):
-            return body.decode(codec, "replace")
-    start = body[:4]
-    for pattern, codec in (
-        (b"<\0\0\0", "utf-32-le"),
-        (b"\0\0\0<", "utf-32-be"),
-        (b"<\0", "utf-16-le"),
-        (b"\0<", "utf-16-be"),
-    ):
-        if start.startswith(pattern):
-            return body.decode(codec, "replace")
-    return body.decode("utf-8", "replace")
+    return body.decode(wide_codec(body) or "utf-8-sig", "replace")
 
 
 def masked(text: str, known: Iterable[str]) -> str:
