@@ -56,6 +56,7 @@ from urllib.parse import unquote_to_bytes, urlencode
 from lxml import etree
 
 from faxws._protocol import safexml
+from faxws._protocol.assumptions import parse_datetime
 from faxws._protocol.redact import redact
 from faxws._protocol.soap import SOAP11_NS, SOAP12_NS
 from faxws.errors import BadInputError, FaxWSError
@@ -108,7 +109,6 @@ _ATTRIBUTES = {
 _NUMBERS = frozenset({"FaxJobStatusId", "PageCount", "FaxDeliveryDuration", "ErrorCode"})
 _FIELDS = frozenset({*_ATTRIBUTES, _IMAGE})
 _INT = re.compile(r"-?[0-9]{1,10}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{2}:[0-9]{2}")
 _BOUNDARY = re.compile(r"[0-9A-Za-z'()+_,./:=? -]{0,69}[0-9A-Za-z'()+_,./:=?-]")  # RFC 2046
 _EXCERPT = 40
 
@@ -376,11 +376,9 @@ def _convert(name: str, raw: str) -> str | int | datetime | None:
         if _INT.fullmatch(value) and -(2**31) <= int(value) < 2**31:
             return int(value)
         _refuse(name, "is not a decimal integer from -2147483648 to 2147483647", value)
-    try:
-        if _DATE.fullmatch(value):
-            return datetime.fromisoformat(value)
-    except ValueError:
-        pass
+    at = parse_datetime(value)
+    if at is not None:
+        return at
     _refuse(name, "is not a date and time as YYYY-MM-DDTHH:MM:SS+HH:MM", value)
 
 
@@ -449,7 +447,7 @@ def _text(value: object) -> str:
     if isinstance(value, datetime):
         if value.utcoffset() is None:
             raise BadInputError("delivered_at", "must be timezone-aware")
-        return value.isoformat(timespec="seconds")
+        return value.isoformat(timespec="seconds")  # a year before 1000 in four digits too
     if isinstance(value, int):
         return format(value, "d")  # an int subclass (an IntEnum on 3.10) as its digits
     return "" if value is None else str(value)
