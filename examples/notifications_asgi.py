@@ -73,7 +73,9 @@ def make_app(
                 if body is None:
                     status = 413
                 else:
-                    event = parse_notification(body, pairs, max_bytes=max_bytes)
+                    event = parse_notification(
+                        body, pairs, credentials=credentials, max_bytes=max_bytes
+                    )
                     if event.final:
                         await on_final(event)
         except NotificationAuthError:

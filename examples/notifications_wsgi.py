@@ -68,7 +68,7 @@ def make_app(
         try:
             if len(body) < int(length):  # the sender went away: a cut form may still parse
                 raise NotificationError("body", "is shorter than its Content-Length")
-            event = parse_notification(body, headers, max_bytes=max_bytes)
+            event = parse_notification(body, headers, credentials=credentials, max_bytes=max_bytes)
         except NotificationError as exc:
             return answer(
                 "400 Bad Request", ("Content-Type", "text/plain; charset=utf-8"), text=str(exc)

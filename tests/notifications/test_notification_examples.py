@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote_plus
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
@@ -285,6 +286,21 @@ def test_asgi_a_malformed_body_gets_400_naming_the_field() -> None:
     assert script.status == 400
     assert script.body.startswith(b"FaxJobStatusId: is not a decimal integer")
     assert received == []
+
+
+def test_the_answer_to_a_malformed_body_masks_the_password_it_quotes(
+    wsgi: tuple[int, list[DeliveryNotification]],
+) -> None:
+    headers = {"Content-Type": "application/x-www-form-urlencoded", **GOOD}
+    body = b"FaxJobId=J&FaxJobStatusId=" + quote_plus(PASSWORD).encode()
+    script, _ = run_asgi(headers, [body])
+    status, _, text = post(wsgi[0], headers, body)
+    for answer in (script.body.decode(), text.decode()):
+        assert answer.startswith("FaxJobStatusId: ")
+        assert "***" in answer
+        assert PASSWORD not in answer
+        assert quote_plus(PASSWORD) not in answer
+    assert (script.status, status) == (400, 400)
 
 
 def test_asgi_a_body_over_max_bytes_gets_413_and_the_rest_is_not_read() -> None:
