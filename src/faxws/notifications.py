@@ -48,7 +48,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.parser import BytesFeedParser
 from typing import Any, Literal, NoReturn
 from urllib.parse import unquote_to_bytes, urlencode
@@ -445,8 +445,9 @@ def render_notification(
 
 def _text(value: object) -> str:
     if isinstance(value, datetime):
-        if value.utcoffset() is None:
-            raise BadInputError("delivered_at", "must be timezone-aware")
+        offset = value.utcoffset()
+        if offset is None or offset % timedelta(minutes=1):  # the format has +HH:MM
+            raise BadInputError("delivered_at", "must be timezone-aware, offset in whole minutes")
         return value.isoformat(timespec="seconds")  # a year before 1000 in four digits too
     if isinstance(value, int):
         return format(value, "d")  # an int subclass (an IntEnum on 3.10) as its digits

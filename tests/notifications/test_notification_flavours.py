@@ -235,6 +235,10 @@ def test_render_writes_an_int_subclass_as_its_digits() -> None:
     ("change", "field"),
     [
         ({"delivered_at": datetime(2025, 1, 1)}, "delivered_at"),
+        (
+            {"delivered_at": datetime(2025, 1, 1, tzinfo=timezone(timedelta(seconds=30)))},
+            "delivered_at",
+        ),
         ({"error_string": "\x00"}, "event"),  # XML 1.0 cannot hold it
         ({"error_string": "\ud800"}, "event"),  # a lone surrogate has no UTF-8
     ],
