@@ -55,7 +55,6 @@ from aiohttp.client_proto import ResponseHandler
 
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
-    DEFAULT_ASYNC_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     USER_AGENT,
     BodyLimit,
@@ -72,6 +71,8 @@ from faxws._http.shared import (
 from faxws.errors import BadInputError, DocumentError, FaxWSError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
+
+DEFAULT_ASYNC_MAX_CONNECTIONS = 16
 
 #: A request body: bytes, or chunks that start afresh each time they are iterated.
 AsyncBody = bytes | AsyncIterable[bytes]

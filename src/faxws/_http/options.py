@@ -10,12 +10,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from faxws._http.shared import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     AsyncTransport,
     SyncTransport,
     Timeout,
-    check_proxies,
     check_timeout,
     check_verify,
 )
@@ -23,6 +21,8 @@ from faxws._protocol.checks import check_int
 from faxws.errors import BadInputError
 
 __all__ = ["UNSET", "ClientOptions", "resolve"]
+
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -112,7 +112,7 @@ class ClientOptions:
             or not 0 <= retry_backoff <= 3600
         ):
             raise BadInputError("retry_backoff", "must be a number of seconds from 0 to 3600")
-        checked_proxies = check_proxies("proxies", proxies)
+        checked_proxies = _check_proxies(proxies)
         if not isinstance(allow_insecure_http, bool):
             raise BadInputError(
                 "allow_insecure_http",
@@ -161,6 +161,37 @@ class ClientOptions:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["proxies"] = {key: _without_credentials(url) for key, url in self.proxies.items()}
         return f"ClientOptions({', '.join(f'{k}={v!r}' for k, v in values.items())})"
+
+
+def _check_proxies(proxies: object) -> dict[str, str]:
+    if proxies is None:
+        return {}
+    if not isinstance(proxies, Mapping):
+        raise BadInputError(
+            "proxies", f"must be a mapping of scheme to proxy URL, not {type(proxies)}"
+        )
+    out: dict[str, str] = {}
+    for key, url in proxies.items():
+        if not isinstance(key, str) or not isinstance(url, str):
+            raise BadInputError("proxies", "keys and proxy URLs must be str")
+        field = f"proxies[{key!r}]"
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise BadInputError(field, "is not a valid URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInputError(field, "must be an http:// or https:// proxy URL with a host")
+        if parts.path.strip("/") or parts.query or parts.fragment or "#" in url:
+            # A password holding "/", "?" or "#" unencoded ends the host early: the rest
+            # would be taken for a path, and the password shown where URLs are.
+            raise BadInputError(
+                field,
+                "must be scheme://[user:password@]host[:port] with nothing after the host "
+                "(percent-encode / ? # @ in a password)",
+            )
+        out[key] = url
+    return out
 
 
 def _without_credentials(url: str) -> str:

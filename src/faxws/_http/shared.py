@@ -1,17 +1,8 @@
-"""What the HTTP stacks share, with no I/O: the checks of a caller's options, the raw
-answer and the bounds of its body, how a failed exchange is reported, what a fork resets,
-and the retry decisions of one call.
-
-The synchronous stack (:mod:`.sync_transport`, requests and urllib3) and the asynchronous
-one (:mod:`.async_transport`) each map their own exceptions onto a *kind* (``"timeout"``,
-``"tls"``, ...) and a short cause, with one table each (read by :func:`classify`);
-:func:`transport_error` turns that, and the one fact that decides ``maybe_delivered``
-(whether any byte of the request was written), into the faxws error. :class:`BodyLimit` is
-the size bound every reader of answers applies (both transports and the token providers).
-:class:`Attempts` holds what the callers decide between attempts, so that
-:class:`.sync_caller.SyncCaller` and :class:`.async_caller.AsyncCaller` differ only in how
-they wait and post.
-"""
+"""What both HTTP stacks share, with no I/O: the seam's request and answer, the checks of
+options, how a failed exchange is reported (each stack maps its exceptions with one
+:class:`Failures`; whether a byte was written alone decides ``maybe_delivered``), the bounds
+of an answer's body, forks, and the decisions of a call's attempts (:class:`Caller` and
+:class:`Attempts`), so that each stack's caller only waits and posts its own way."""
 
 from __future__ import annotations
 
@@ -51,13 +42,8 @@ if TYPE_CHECKING:
     from faxws.auth import Credentials
 
 __all__ = [
-    "DEFAULT_ASYNC_MAX_CONNECTIONS",
-    "DEFAULT_MAX_CONNECTIONS",
-    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
     "MAX_INTERIM_RESPONSES",
-    "MAX_RETRY_DELAY",
-    "MAX_TIMEOUT",
     "USER_AGENT",
     "AsyncTransport",
     "Attempts",
@@ -70,14 +56,12 @@ __all__ = [
     "Timeout",
     "after_fork_in_child",
     "call_boundary",
-    "check_proxies",
     "check_timeout",
     "check_verify",
     "declared_length",
     "early_success",
     "endpoint",
     "forks",
-    "refuse_plain_proxy",
     "reset_on_close",
     "retry_after",
     "transport_error",
@@ -88,20 +72,12 @@ USER_AGENT = f"faxws/{__version__}"
 #: (connect, read) seconds.
 Timeout = float | tuple[float, float]
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)
-DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
-#: The connections a synchronous client keeps: one for each of up to 32 threads sharing it.
-#: More threads still work, but open connections the pool cannot keep (urllib3 then warns
-#: "Connection pool is full" and closes one after each call).
-DEFAULT_MAX_CONNECTIONS = 32
-#: The connections an async client keeps.
-DEFAULT_ASYNC_MAX_CONNECTIONS = 16
 #: Longest time-out accepted: sockets cannot wait much longer, and nobody wants to.
 MAX_TIMEOUT = 7 * 24 * 3600.0
 #: Interim responses read past before a final one; more is a hostile or broken server.
 MAX_INTERIM_RESPONSES = 32
-#: Longest wait between two attempts (unless retry_backoff is longer), also when an answer's
-#: Retry-After asks for more: a call that waits minutes looks hung, and its caller can
-#: still try again later.
+#: Longest wait between two attempts (unless retry_backoff is longer), whatever Retry-After
+#: asks: a call that waits minutes looks hung, and its caller can still try again later.
 MAX_RETRY_DELAY = 60.0
 
 
@@ -134,17 +110,14 @@ class Request:
         url: the service endpoint (the client's, for every request).
         headers: the contract's headers (``Content-Type``, ``SOAPAction``,
             ``x-ch-request-id``, and ``Authorization`` in OAuth 2.0 mode). The transport
-            adds its own framing (``Content-Length``: ``size``) and may add others
-            (``User-Agent``).
+            adds its own framing (``Content-Length``: ``size``) and may add others.
         body: the SOAP envelope: bytes, or for large documents their chunks, read afresh
             each time the body is iterated (an iterable of bytes for a
             :class:`SyncTransport`, an async iterable for an :class:`AsyncTransport`).
         size: the body's length in bytes.
         request_id: the call's ``x-ch-request-id``, for the errors the transport raises.
         written: set by the transport once any byte of the request was written (or handed
-            on): whether the request may have been delivered, as the ``maybe_delivered`` of
-            a :class:`~faxws.TransportError` it raises must also say. The async client logs
-            it for a call cancelled while the request was in flight.
+            on): whether the request may have been delivered, whatever its error says.
     """
 
     url: str
@@ -164,13 +137,7 @@ class Request:
 
 class SyncTransport(Protocol):
     """How :class:`~faxws.FaxClient` and :func:`faxws.zeep.make_client` exchange one
-    attempt with the service: everything between the request's bytes and the answer's.
-
-    Above it, and the same whatever the transport: retries and their waits, authentication
-    (the token per attempt, one retry after a 401), request ids, the size limit of answers
-    and the reading of answers. faxws's own transport posts over requests and urllib3;
-    :class:`~faxws.transport.MockTransport` answers from a function, with no network.
-    """
+    attempt with the service: everything between the request's bytes and the answer's."""
 
     def post(self, request: Request) -> Response:
         """The final answer to ``request``, whatever its status. A failed exchange raises
@@ -248,58 +215,11 @@ def trust_of(path: str) -> ssl.SSLContext:
     return context
 
 
-def check_proxies(field: str, proxies: object) -> dict[str, str]:
-    if proxies is None:
-        return {}
-    if not isinstance(proxies, Mapping):
-        raise BadInputError(field, f"must be a mapping of scheme to proxy URL, not {type(proxies)}")
-    out: dict[str, str] = {}
-    for key, url in proxies.items():
-        if not isinstance(key, str) or not isinstance(url, str):
-            raise BadInputError(field, "keys and proxy URLs must be str")
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            raise BadInputError(f"{field}[{key!r}]", "is not a valid URL") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BadInputError(
-                f"{field}[{key!r}]", "must be an http:// or https:// proxy URL with a host"
-            )
-        if parts.path.strip("/") or parts.query or parts.fragment or "#" in url:
-            # A password holding "/", "?" or "#" unencoded ends the host early: the rest
-            # would be taken for a path, and the password shown where URLs are.
-            raise BadInputError(
-                f"{field}[{key!r}]",
-                "must be scheme://[user:password@]host[:port] with nothing after the host "
-                "(percent-encode / ? # @ in a password)",
-            )
-        out[key] = url
-    return out
-
-
-def refuse_plain_proxy(url: str, proxies: Mapping[str, str], *, allow_insecure_http: bool) -> None:
-    """Plain http to a loopback service still crosses the network when a proxy elsewhere
-    carries it: the proxy would see the PIN or token."""
-    if not url.startswith("http:") or allow_insecure_http:
-        return
-    for key, proxy in proxies.items():
-        if key in ("http", "all") or key.startswith(("http://", "all://")):
-            host = urlsplit(proxy).hostname or ""
-            if not is_loopback(host):
-                raise BadInputError(
-                    f"proxies[{key!r}]",
-                    f"plain http through the proxy {host} would expose the credentials; use "
-                    "https (or pass allow_insecure_http=True)",
-                )
-
-
 # -- processes ---------------------------------------------------------------------------------
 
 _forks = 0
 T = TypeVar("T")
-#: Owners of state a forked child must not share with its parent, with what resets it there
-#: (weakly: an owner nobody uses any more is not kept for this).
+#: Owners of state a forked child must not share with its parent, and what resets it (weakly).
 _resets: weakref.WeakKeyDictionary[Any, Callable[[Any], None]] = weakref.WeakKeyDictionary()
 
 
@@ -315,20 +235,18 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 
 def forks() -> int:
-    """How many times this process's ancestors forked to make it: a connection pool made
-    under another count belongs to another process, which still uses its sockets. (A
-    counter, not the pid: reading it is no system call.)"""
+    """How many forks made this process: a connection pool made under another count belongs
+    to another process (a counter, not the pid: reading it is no system call)."""
     return _forks
 
 
 def after_fork_in_child(owner: T, reset: Callable[[T], None]) -> None:
     """Have ``reset(owner)`` run in the child of every fork, before any other thread exists
-    there: for state that must be replaced at once (locks a parent thread may hold), where
-    looking at :func:`forks` on the next use would be too late."""
+    there: for state (locks a parent thread may hold) that cannot wait for the next use."""
     _resets[owner] = reset
 
 
-# -- a failed exchange ------------------------------------------------------------------------
+# -- answers and failures ------------------------------------------------------------------------
 
 
 def declared_length(value: str) -> int | None:
@@ -338,9 +256,9 @@ def declared_length(value: str) -> int | None:
 
 
 class BodyLimit:
-    """The size bound of one answer's body: the length its head declares, then the bytes
-    that arrive, each refused past ``limit`` with a ProtocolError naming the answer
-    (``what``) and, when ``quote_declared``, the declared length."""
+    """The size bound of one answer's body: its declared length, then the bytes that arrive,
+    refused past ``limit`` with a ProtocolError naming the answer (``what``) and, when
+    ``quote_declared``, the declared length."""
 
     __slots__ = ("_quote", "_request_id", "_status", "_what", "limit", "total")
 
@@ -361,15 +279,13 @@ class BodyLimit:
         self._quote = quote_declared
 
     def declared(self, value: str) -> int | None:
-        """The Content-Length ``value`` as a number (None when it is not one), refused when
-        it is over the limit: nothing of such a body is read."""
+        """:func:`declared_length`, refused over the limit: nothing of such a body is read."""
         length = declared_length(value)
         if length is not None and length > self.limit:
             raise self._error(f" (Content-Length {value})" if self._quote else "")
         return length
 
     def add(self, chunk: bytes) -> None:
-        """``chunk`` arrived: refused once the body comes to more than the limit."""
         self.total += len(chunk)
         if self.total > self.limit:
             raise self._error("")
@@ -383,24 +299,20 @@ class BodyLimit:
 
 
 def endpoint(url: str) -> str:
-    """``host:port`` of ``url``, as transport errors name where they failed."""
+    """``host:port`` of ``url``, as transport errors name it."""
     parts = urlsplit(url)
     return f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
 @dataclass(frozen=True, slots=True)
 class Failures:
-    """How one HTTP stack's exceptions are reported.
-
-    ``table`` maps exception classes onto a kind (``"timeout"``, ``"tls"``, ...), most
-    specific first; the kind shapes the message and the class, never ``maybe_delivered``.
-    The stack keeps what an exception wraps in the attributes ``wraps`` (and in its ``args``
-    when ``in_args``). ``says`` names the stack's own causes of one exception; past them, a
-    cause is the exception's text (masked) when ``quote``, else its class name. ``foreign``
-    classes subclass ssl's errors without their attributes. With ``is_timeout`` (for stacks
-    whose classes do not say it alone), a ``"timeout"`` row needs it to hold, and a
-    connection failure caused by a time-out is a ``"timeout"``.
-    """
+    """How one HTTP stack's exceptions are reported. ``table`` maps classes onto a kind, most
+    specific first (the kind shapes the message and the class, never ``maybe_delivered``);
+    what an exception wraps is in its attributes ``wraps`` (and ``args`` when ``in_args``);
+    ``says`` gives the stack's own causes, past which a cause is the exception's masked text
+    when ``quote``, else its class name. ``foreign`` classes subclass ssl's errors without
+    their attributes. ``is_timeout``, for stacks whose classes do not say it alone, must
+    hold for a ``"timeout"`` row, and makes a connection failure it caused a time-out."""
 
     table: tuple[tuple[type[BaseException], str], ...]
     says: Callable[[BaseException, Callable[[str], str]], str | None]
@@ -426,8 +338,8 @@ class Failures:
         return out
 
     def kind(self, exc: BaseException) -> str:
-        """The kind of the first row ``exc`` is an instance of, or ``"unexpected"``; a
-        connection failure caused by a TLS error is ``"tls"``."""
+        """The first matching row's kind, else ``"unexpected"``; a connection failure caused
+        by TLS is ``"tls"``."""
         is_timeout = self.is_timeout
         for cls, kind in self.table:
             if not isinstance(exc, cls):
@@ -444,8 +356,7 @@ class Failures:
         return "unexpected"
 
     def cause(self, exc: BaseException, redact: Callable[[str], str]) -> str:
-        """The root cause in a few words ("Connection refused"), not the stack's wrapper
-        text."""
+        """The root cause in a few words ("Connection refused"), not the stack's text."""
         chain = self.chain(exc)
         own = [e for e in chain if not isinstance(e, self.foreign)]
         for e in own:
@@ -468,11 +379,10 @@ class Failures:
         written: bool,
         request_id: str | None,
         where: str,
-        redact: Callable[[str], str] = lambda text: text,
+        redact: Callable[[str], str],
         token_endpoint: bool = False,
     ) -> TransportError:
-        """The faxws error for ``exc`` (see :func:`transport_error`); ``redact`` masks
-        secrets in the cause, which may quote what a server sent."""
+        """The faxws error for ``exc`` (:func:`transport_error`), its cause masked."""
         return transport_error(
             self.kind(exc),
             redact(self.cause(exc, redact)),
@@ -492,11 +402,9 @@ def transport_error(
     where: str,
     token_endpoint: bool = False,
 ) -> TransportError:
-    """The faxws error for a failed exchange. ``kind`` and ``cause`` come from the HTTP
-    stack's own exception table (``cause`` already masked); ``written`` says whether any byte
-    of the request had been written to the connection, and alone decides
-    ``maybe_delivered``. A failed token request (``token_endpoint``) wrote nothing of the
-    call it serves: it is never maybe delivered."""
+    """The faxws error for a failed exchange: ``written`` (whether any byte of the request
+    was written) alone decides ``maybe_delivered``. A token request (``token_endpoint``)
+    wrote nothing of the call it serves."""
     if token_endpoint:
         if kind == "timeout":
             return RequestTimeoutError(
@@ -537,8 +445,7 @@ def reset_on_close(sock: socket.socket | None) -> None:
 
 def early_success(request_id: str, where: str) -> TransportError:
     """A success that arrived before the whole request was written answers no request of
-    this call (a SOAP service answers an envelope it has read): bytes were written, so the
-    request may have been delivered."""
+    this call (a SOAP service answers an envelope it has read)."""
     return transport_error(
         "protocol",
         "a success answer arrived before the whole request was sent",
@@ -552,10 +459,9 @@ def early_success(request_id: str, where: str) -> TransportError:
 
 
 class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid):``)
-    """Everything a call raises is a FaxWSError carrying its request id. An exception of
-    another kind is a bug somewhere below; it becomes a FaxWSError that says the request may
-    have been delivered, since nothing tells otherwise. (A class, not a generator made
-    with contextlib: entered on every call, it costs a third as much.)"""
+    """Everything a call raises is a FaxWSError carrying its request id; any other exception
+    is a bug below, reported as one that may have been delivered (nothing tells otherwise).
+    A class, not a contextlib generator: entered on every call, it costs a third as much."""
 
     __slots__ = ("_rid",)
 
@@ -572,8 +478,7 @@ class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid
             if exc.request_id is None:
                 exc.request_id = self._rid
             return
-        # Not chained: the exception's arguments may hold anything, the request (and its
-        # secrets) included. Its type and place are enough to report the bug.
+        # Not chained: its arguments may hold the request, secrets included.
         import traceback
 
         frames = traceback.extract_tb(exc.__traceback__)
@@ -593,8 +498,7 @@ def retry_after(
     value: str | None, cap: float, now: Callable[[], float] = time.time
 ) -> float | None:
     """The seconds a ``Retry-After`` header asks to wait (delta-seconds, or an HTTP date
-    measured against ``now``), from 0 to ``cap``; None without one, or for a value that is
-    neither."""
+    measured against ``now``), from 0 to ``cap``; None without a value that is either."""
     if value is None:
         return None
     value = value.strip()
@@ -616,10 +520,9 @@ def retry_after(
 
 
 class Attempts:
-    """The decisions between the attempts of one call of ``caller``, and what they log: after
-    each attempt, whether to refresh the token (once, after a 401, for token providers) and
-    whether to try again (:func:`~faxws._protocol.soap.may_retry`, within the retry budget),
-    after how long (see :class:`~faxws.ClientOptions`' ``retry_backoff``)."""
+    """The decisions between the attempts of one call, and what they log: whether to refresh
+    the token (once, after a 401) and whether to try again (:func:`may_retry`, within the
+    retry budget), after how long (see :class:`~faxws.ClientOptions`' ``retry_backoff``)."""
 
     def __init__(
         self, caller: Caller[Any], name: str, rid: str, soap_action: str, *, idempotent: bool
@@ -645,7 +548,6 @@ class Attempts:
     def request(
         self, token: str | None, body: bytes | Iterable[bytes] | AsyncIterable[bytes], size: int
     ) -> Request:
-        """The next attempt's request, with ``token`` in OAuth 2.0 mode."""
         logger.debug(
             "%s request_id=%s POST %s (%d bytes, attempt %d)",
             self.name,
@@ -660,9 +562,8 @@ class Attempts:
         return request
 
     def after_error(self, exc: FaxWSError, request: Request) -> float | None:
-        """Seconds to wait before trying again, or None: raise ``exc``. Whether the transport
-        was handed (or wrote) a byte of ``request`` decides ``maybe_delivered``, whatever its
-        error says."""
+        """Seconds to wait before trying again, or None: raise ``exc``. ``request.written``
+        decides ``maybe_delivered``, whatever the error says."""
         if request.written:
             exc.maybe_delivered = True
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
@@ -676,10 +577,9 @@ class Attempts:
         return None
 
     def answered(self, raw: object) -> Response:
-        """The answer as the transport handed it: refused unless it is a Response of an HTTP
-        status, a mapping of headers and bytes, and when it is over the size limit (faxws's
-        own transports stop reading before; another may not). Headers in a plain dict are
-        made to be looked up in any case, as every HTTP stack's are."""
+        """The transport's answer, refused unless it is a Response of an HTTP status, a mapping
+        of headers and bytes, and over the size limit (whatever the transport). Headers in a
+        plain dict are made to be looked up in any case, as every HTTP stack's are."""
         rid = self.rid
         if not (
             isinstance(raw, Response)
@@ -759,7 +659,8 @@ class Caller(Generic[TransportT]):
     needs: ClassVar[str]
 
     def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
-        refuse_plain_proxy(url, options.proxies, allow_insecure_http=options.allow_insecure_http)
+        if url.startswith("http:") and not options.allow_insecure_http:
+            _refuse_plain_proxy(options.proxies)
         self.url = url
         self.credentials = credentials
         self.options = options
@@ -774,3 +675,17 @@ class Caller(Generic[TransportT]):
     def fits(given: object) -> bool:
         """Whether ``given`` is a transport of the stack's kind."""
         raise NotImplementedError
+
+
+def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:
+    # Plain http to a loopback service still crosses the network when a proxy elsewhere
+    # carries it: the proxy would see the PIN or token.
+    for key, proxy in proxies.items():
+        if key in ("http", "all") or key.startswith(("http://", "all://")):
+            host = urlsplit(proxy).hostname or ""
+            if not is_loopback(host):
+                raise BadInputError(
+                    f"proxies[{key!r}]",
+                    f"plain http through the proxy {host} would expose the credentials; use "
+                    "https (or pass allow_insecure_http=True)",
+                )

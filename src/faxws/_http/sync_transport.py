@@ -40,7 +40,6 @@ from urllib3.util.wait import wait_for_read
 
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
-    DEFAULT_MAX_CONNECTIONS,
     MAX_INTERIM_RESPONSES,
     USER_AGENT,
     BodyLimit,
@@ -67,6 +66,10 @@ __all__ = [
     "new_session",
     "read_body",
 ]
+
+#: The connections kept: one for each of up to 32 threads sharing the client (more threads
+#: open connections the pool cannot keep: urllib3 warns "Connection pool is full").
+DEFAULT_MAX_CONNECTIONS = 32
 
 # -- the fact: was any byte of the request written? -----------------------------------------
 
