@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import selectors
 import socket
@@ -41,17 +42,15 @@ class BlockingClient:
         self.client = client
         self._loop = loop
 
-    def send_fax(self, *args: Any, **kwargs: Any) -> Any:
-        return self._loop.run_until_complete(self.client.send_fax(*args, **kwargs))
-
-    def get_fax_broadcast_report(self, *args: Any, **kwargs: Any) -> Any:
-        return self._loop.run_until_complete(self.client.get_fax_broadcast_report(*args, **kwargs))
-
-    def close(self) -> None:
-        self._loop.run_until_complete(self.client.close())
-
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.client, name)
+        found = getattr(self.client, name)
+        if not inspect.iscoroutinefunction(found):
+            return found
+
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run_until_complete(found(*args, **kwargs))
+
+        return blocking
 
     def __repr__(self) -> str:
         return repr(self.client)

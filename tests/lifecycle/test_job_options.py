@@ -116,6 +116,17 @@ def test_vendor_datetimes(text: str, expected: datetime | None) -> None:
         assert vendor.parse_datetime(vendor.format_datetime(expected)) == expected
 
 
+def test_vendor_datetimes_are_written_in_the_vendor_form_whatever_the_value() -> None:
+    odd = timezone(timedelta(hours=5, minutes=30, seconds=15))
+    cases = [
+        (datetime(987, 1, 2, 3, 4, 5, 999, tzinfo=timezone.utc), "0987-01-02T03:04:05+00:00"),
+        (datetime(2026, 1, 2, 3, 4, 5, tzinfo=odd), "2026-01-01T21:33:50+00:00"),
+    ]
+    for value, text in cases:
+        assert vendor.format_datetime(value) == text
+        assert vendor.parse_datetime(text) == value.replace(microsecond=0)
+
+
 def test_generated_reference_ids_are_distinct_and_plain() -> None:
     ids = {vendor.new_reference_id() for _ in range(1000)}
     assert len(ids) == 1000

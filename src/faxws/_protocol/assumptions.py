@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 __all__ = [
     "CANCELLED_DESCRIPTION",
@@ -76,15 +76,14 @@ def new_reference_id() -> str:
 
 
 def format_datetime(value: datetime) -> str:
-    """The vendor's form, ``YYYY-MM-DDTHH:MM:SS+HH:MM``, of an aware datetime (seconds
-    truncated)."""
+    """The vendor's form, ``YYYY-MM-DDTHH:MM:SS+HH:MM``, of an aware datetime (fractions of a
+    second dropped; an offset with seconds, which the form cannot hold, becomes UTC)."""
     offset = value.utcoffset()
     if offset is None:
         raise ValueError("a datetime without a time zone")
-    minutes = int(offset.total_seconds()) // 60
-    sign = "-" if minutes < 0 else "+"
-    hours, rest = divmod(abs(minutes), 60)
-    return value.strftime("%Y-%m-%dT%H:%M:%S") + f"{sign}{hours:02d}:{rest:02d}"
+    if offset.total_seconds() % 60:
+        value = value.astimezone(timezone.utc)
+    return value.isoformat(timespec="seconds")
 
 
 def parse_datetime(text: str) -> datetime | None:
