@@ -7,6 +7,7 @@ barriers; each wait has a generous time-out that only a broken provider reaches.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ import pytest
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType
 from faxws.auth import BearerAuth
-from faxws.oauth import ClientCredentials, _lifetime
+from faxws.oauth import AsyncClientCredentials, ClientCredentials, _lifetime
 from faxws.testing import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_USER_ID, FaxWSSimulator
 
 #: Longest any step may take before the test calls the provider broken.
@@ -197,6 +198,38 @@ def test_a_refresh_does_not_hold_up_callers_with_a_valid_token(
     assert renewed[0] != first
     assert provider() == renewed[0]
     assert short_lived.token_requests == provider.fetches == 2
+
+
+def test_the_async_provider_hands_out_a_valid_token_while_one_task_renews_it(
+    short_lived: FaxWSSimulator,
+) -> None:
+    """Tasks arriving while another task's renewal is held get the current token, still
+    valid, without waiting; the renewing task then gets the next one."""
+    clock = Clock()
+    provider = AsyncClientCredentials(short_lived.token_url, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
+    provider._grant._clock = clock
+    gate = Gate(provider._grant)
+
+    async def main() -> tuple[str, list[str], str]:
+        loop = asyncio.get_running_loop()
+        gate.release.set()
+        first = await provider()
+        gate.began.clear()
+        gate.release.clear()
+        clock.now += 7  # renewal due (at 5 s), the token valid until 10 s
+        renewing = asyncio.ensure_future(provider())
+        assert await loop.run_in_executor(None, gate.began.wait, PATIENCE)
+        try:
+            during = [await asyncio.wait_for(provider(), PATIENCE) for _ in range(3)]
+        finally:
+            gate.release.set()
+        return first, during, await asyncio.wait_for(renewing, PATIENCE)
+
+    first, during, renewed = asyncio.run(main())
+    assert during == [first] * 3
+    assert renewed != first
+    assert short_lived.token_requests == provider.fetches == 2
+    provider.close()
 
 
 @pytest.mark.parametrize("state", ["expired", "invalidated", "never fetched"])

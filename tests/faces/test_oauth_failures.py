@@ -157,6 +157,26 @@ def test_a_hostile_token_answer_is_a_faxws_error(
 
 
 @pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b'{"error": "invalid_client"}', "invalid_client"),
+        (b'{"error": ""}', "HTTP 400"),
+        (b'{"error": 7}', "HTTP 400"),
+        (b"<html>no</html>", "HTTP 400"),
+    ],
+)
+def test_a_refusal_names_its_error_or_else_its_status(
+    face: Face, token_server: Callable[[bytes], CaptureServer], body: bytes, named: str
+) -> None:
+    server = token_server(token_answer(body, "400 Bad Request"))
+    provider = face.provider(url_of(server), "client", SECRET, timeout=PATIENCE)
+    with pytest.raises(AuthenticationError) as refused:
+        face.fetch_token(provider)
+    assert refused.value.message == f"the token endpoint refused the client credentials: {named}"
+    assert refused.value.status_code == 400
+
+
+@pytest.mark.parametrize(
     ("number", "reused"),
     [("3600", True), ("3600.5", True), ("9" * 5000, False), ("1e99999", False)],
 )
