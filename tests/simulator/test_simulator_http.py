@@ -423,7 +423,7 @@ def test_a_reports_answers_are_written_as_the_envelope_writer_writes_them(
     assert bodies == [document(accepted), document(unknown), document(injected)]
 
 
-def test_records_are_found_by_number_through_pruning_and_compaction() -> None:
+def test_records_are_found_by_number_through_pruning() -> None:
     from faxws.testing._accounts import DEMO_ACCOUNT
     from faxws.testing._state import State
 
@@ -434,7 +434,7 @@ def test_records_are_found_by_number_through_pruning_and_compaction() -> None:
         return ReceivedRequest("POST", "/fax/v5", {}, body, received_at=float(n))
 
     tickets = []
-    for n in range(5000):  # past several compactions of the list
+    for n in range(5000):
         tickets.append(state.record(arrived(n)))
         state.settle(tickets[-1], status=200 + n % 3)
         if n == 4000:
@@ -452,8 +452,7 @@ def test_records_are_found_by_number_through_pruning_and_compaction() -> None:
     count, newest = state.recent_requests(10)
     assert (count, [r.received_at for r in newest]) == (3, [4999.0, 4998.0, 4997.0])
     assert state.recent_refusals(10, 10) == []
-    assert len(state.requests) - state._start == 3
-    assert len(state.requests) < 3 + 2 * 1024 + 2  # pruned slots are let go now and then
+    assert len(state.requests) == 3
 
 
 @pytest.mark.parametrize(

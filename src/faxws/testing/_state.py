@@ -67,18 +67,14 @@ class State:
         #: Secrets that are not an account's (the API token).
         self.extra_secrets: frozenset[str] = frozenset()
         self._account_secrets: frozenset[str] = frozenset()
-        # The records, oldest first, from index _start on (those before it were pruned and
-        # are None until the list is compacted): a list, so that a record is found by its
-        # number at once, where a deque walks to the middle.
-        self.requests: list[ReceivedRequest | None] = []
-        self._start = 0
+        self.requests: deque[ReceivedRequest] = deque()  # the records, oldest first
         self.jobs: deque[SimulatedJob] = deque()
         self.by_job_id: dict[str, SimulatedJob] = {}
         self.by_id: dict[str, SimulatedJob] = {}
         self.connections = 0
         self.token_requests = 0
         self._retained: deque[int] = deque()  # numbers of the requests that hold a body
-        self._first = 0  # the number of requests[_start]: older records were pruned
+        self._first = 0  # the number of requests[0]: older records were forgotten
         self._retained_bytes = 0
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
@@ -91,8 +87,7 @@ class State:
         with self.lock:
             forgotten = list(self.jobs)
             self._generation += 1
-            self.requests = []
-            self._start = 0
+            self.requests = deque()
             self._first = 0
             self._retained = deque()
             self._retained_bytes = 0
@@ -114,33 +109,28 @@ class State:
         """Keep ``request``; the ticket that :meth:`settle` takes to complete its record."""
         with self.lock:
             self.requests.append(request)
-            number = self._first + len(self.requests) - 1 - self._start
+            number = self._first + len(self.requests) - 1
             if request.body:
                 self._retained.append(number)
                 self._retained_bytes += len(request.body)
                 while self._retained_bytes > self.retained_body_bytes:
                     self._drop_body(self._retained.popleft())
-            while len(self.requests) - self._start > self.max_requests:
+            while len(self.requests) > self.max_requests:
                 if self._retained and self._retained[0] == self._first:
                     self._drop_body(self._retained.popleft())
-                self.requests[self._start] = None
-                self._start += 1
+                self.requests.popleft()
                 self._first += 1
-            if self._start > 1024 and self._start * 2 > len(self.requests):
-                del self.requests[: self._start]  # now and then: amortized, a move per record
-                self._start = 0
             return self._generation, number
 
     def _drop_body(self, number: int) -> None:
-        index = number - self._first + self._start
+        index = number - self._first
         old = self.requests[index]
-        assert old is not None
         self._retained_bytes -= len(old.body)
         self.requests[index] = replace(old, body=b"", body_retained=False)
 
     def records(self) -> list[ReceivedRequest]:
         """The records, oldest first (a copy). Under the lock."""
-        return self.requests[self._start :]  # type: ignore[return-value]  # no None there
+        return list(self.requests)
 
     def settle(
         self,
@@ -157,9 +147,7 @@ class State:
             index = number - self._first
             if generation != self._generation or index < 0:
                 return
-            index += self._start
             old = self.requests[index]
-            assert old is not None
             self.requests[index] = replace(
                 old,
                 status=old.status if status is None else status,
@@ -358,16 +346,13 @@ class State:
     def recent_requests(self, limit: int) -> tuple[int, list[ReceivedRequest]]:
         """How many request records there are, and the newest ``limit``, newest first."""
         with self.lock:
-            count = len(self.requests) - self._start
-            newest = itertools.islice(reversed(self.requests), min(limit, count))
-            return count, list(newest)  # type: ignore[arg-type]  # no None there
+            return len(self.requests), list(itertools.islice(reversed(self.requests), limit))
 
     def recent_refusals(self, limit: int, within: int) -> list[ReceivedRequest]:
         """The newest ``limit`` refused requests among the newest ``within`` records."""
         with self.lock:
-            count = len(self.requests) - self._start
-            newest = itertools.islice(reversed(self.requests), min(within, count))
-            refused = (r for r in newest if r is not None and r.refusal is not None)
+            newest = itertools.islice(reversed(self.requests), within)
+            refused = (r for r in newest if r.refusal is not None)
             return list(itertools.islice(refused, limit))
 
     def wait_for_jobs(self, count: int, timeout: float) -> None:
