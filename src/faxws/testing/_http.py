@@ -498,7 +498,6 @@ class Handler(BaseHTTPRequestHandler):
             error,
             arrived,
         )
-
         return 200, document(handler(call))
 
     def _authenticate(self, user_id: str, pin: str) -> str:
