@@ -1,19 +1,8 @@
-"""HTTP for the client over requests and urllib3: one pooled session, and one table mapping
-their exceptions onto faxws errors.
-
-Whether a failed request may have been delivered is decided by one fact, recorded by the
-connection itself: whether any byte of the request was written to the socket. Before the
-first byte (refused, DNS, proxy, TLS handshake or certificate failure, connect time-out, a
-pooled connection that fails on its first write) nothing can have reached the service; from
-the first byte on, every failure, of whatever kind, may follow delivery.
-
-The connection also reads past interim (1xx) responses to the final one, and aborts itself
-(a TCP reset) when a document turns out different from what the request announced, so that
-the service never receives a complete but wrong body.
-
-The session ignores the environment (``trust_env=False``): a ``~/.netrc`` entry would
-otherwise replace the Bearer header, and proxy variables would reroute credentials
-silently. Redirects are not followed, so credentials never go to another host.
+"""faxws's own synchronous transport, over requests and urllib3: one pooled session whose
+connections record whether any byte of the request was written (which alone decides
+``maybe_delivered``), read past interim answers within the read time-out, reset themselves on
+a document that changed mid-send, and never carry an answer no request of theirs asked for.
+The session takes nothing from the environment and follows no redirects.
 """
 
 from __future__ import annotations
@@ -89,22 +78,14 @@ _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=N
 
 
 class _AnswerDeadline(io.RawIOBase):
-    """The raw stream under a response's buffered file. The head is read within the read
-    time-out of its first read, and the body (chunk sizes, extensions and trailer lines
-    included) within the read time-out of its own first read: every read from the socket must
-    end before its phase's deadline, so a server dripping a byte at a time (or sending endless
-    interim responses, header lines or trailers) cannot hold a call longer than that.
-
-    The first read of a phase needs no time-out of its own (the socket's is the read time-out,
-    and the deadline starts with that read); each later one gets what is left. So the time-out
-    is set again only when a phase takes more than one read, not for each of its lines: every
-    ``settimeout`` is a system call that lets go of the GIL, a chance for each other thread to
-    take it.
-    """
+    """The raw stream under a response's buffered file: the head, then the body (chunk
+    lines and trailers included), each within the read time-out of its first read, so that no
+    drip of bytes or lines holds a call longer. A phase's first read has the socket's own
+    time-out; only later ones set what is left (each ``settimeout`` is a system call that
+    lets go of the GIL)."""
 
     def __init__(self, fp: io.BufferedReader, sock: socket.socket) -> None:
-        # http.client's file (from sock.makefile): read through its raw stream and closed
-        # with this one, so that the socket, which counts its open files, can close for real.
+        # http.client's file, closed with this one: the socket counts its open files.
         self._fp = fp
         self._raw = cast(socket.SocketIO, fp.raw)
         self._sock = sock
@@ -114,13 +95,11 @@ class _AnswerDeadline(io.RawIOBase):
         self._ended = False
 
     def start(self) -> None:
-        """The head's phase begins."""
         self._timeout = self._sock.gettimeout()
         self._deadline = None
         self._changed = False
 
     def next_phase(self) -> None:
-        """The head is in: the body's phase begins, with a deadline of its own."""
         self._deadline = None
         self._restore()
 
@@ -130,10 +109,8 @@ class _AnswerDeadline(io.RawIOBase):
             self._sock.settimeout(self._timeout)
 
     def leftover(self, buffered: io.BufferedReader) -> bool:
-        """Whether anything was received past the end of the answer (in ``buffered``, the
-        file over this stream, or in TLS's own buffer), but for empty lines, which HTTP
-        parsers skip between answers (the async client's does). Reads nothing more from the
-        socket."""
+        """Whether anything but empty lines (which HTTP parsers skip between answers) was
+        received past the answer's end, in ``buffered`` or TLS's buffer; reads no more."""
         self._ended = True
         if buffered.peek(1).strip(b"\r\n"):
             return True
@@ -171,11 +148,9 @@ class _AnswerDeadline(io.RawIOBase):
 
 
 class _FinalResponse(http.client.HTTPResponse):
-    """http.client skips only ``100 Continue``; this skips every interim response (102
-    Processing, 103 Early Hints, ...) so that the status seen is the final one (a 101 is
-    final: nothing here asks to switch protocols), reads the head within the read time-out,
-    and refuses a head with lines it cannot parse (which urllib3 would log, secrets and all,
-    and otherwise ignore)."""
+    """Skips every interim response, not only ``100 Continue`` (a 101 is final: nothing asks
+    to switch protocols), reads the head within the read time-out, and refuses header lines
+    it cannot parse (which urllib3 would log, secrets and all, and ignore)."""
 
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
         super().__init__(sock, *args, **kwargs)
@@ -193,10 +168,8 @@ class _FinalResponse(http.client.HTTPResponse):
             raise http.client.HTTPException("the response has header lines that cannot be parsed")
 
     def _close_conn(self) -> None:
-        # The answer is over (read whole, or given up): anything received past its end is no
-        # answer to any request, so the connection must not carry another one. Shut down
-        # here, before urllib3 puts the connection back in its pool, where its check of an
-        # idle connection then finds it closed and makes a new one.
+        # Anything received past the answer's end answers no request: shut down before
+        # urllib3 pools the connection, so that its check finds it closed.
         fp = self.fp
         if isinstance(fp, io.BufferedReader) and not fp.closed:
             with contextlib.suppress(OSError, ValueError):
@@ -226,7 +199,8 @@ _JOIN_LIMIT = 64 * 1024
 
 class _RecordingConnection(urllib3.connection.HTTPConnection):
     """Records in the current send's :class:`_Progress` when request bytes are written, and
-    writes a request's head together with the start of its body."""
+    writes a request's head with the start of its body (one system call, one release of the
+    GIL, fewer per call)."""
 
     response_class = _FinalResponse
     _connecting = False
@@ -249,8 +223,6 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             super().send(data)
             return
         if self._holding_head:
-            # The head waits for the start of the body, to go out in the same write: one
-            # system call fewer per call, and one release of the GIL fewer.
             self._holding_head = False
             self._head = bytes(data)
             return
@@ -294,9 +266,8 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             progress.early = True
 
     def _fresh_if_spoiled(self) -> None:
-        """Just before a reused connection's first write: urllib3 checked it when it left
-        the pool, but a thread may wait long for the GIL since. Anything that arrived
-        meanwhile answers no request written here: the request goes on a new connection."""
+        """Anything that arrived on a reused connection since urllib3 checked it (a thread may
+        wait long for the GIL) answers no request written here: use a new connection."""
         sock = self.sock
         if self._requests > 1 and sock is not None and wait_for_read(sock, timeout=0.0):
             self.sock = None
@@ -314,13 +285,13 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
                 self._fresh_if_spoiled()
                 self._write(head)
         except DocumentError:
-            self._abort()
+            reset_on_close(self.sock)
+            self.close()
             raise
         except OSError:  # ssl.SSLError included
-            # The server may have answered before the body was complete and closed (413,
-            # 401, or even a result): read that answer if there is one, as urllib3 already
-            # does for a broken pipe on plain TCP. If there is none, reading fails and the
-            # failure is reported as the write's would have been (bytes were written).
+            # The server may have answered before the body was complete and closed (413, 401,
+            # even a result): read that answer, as urllib3 does after a broken pipe; without
+            # one, the read fails, reported as the write's failure would have been.
             progress = _progress.get()
             if progress is None or not progress.written or self.sock is None:
                 raise
@@ -328,10 +299,6 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         finally:
             self._holding_head = False
             self._head = None
-
-    def _abort(self) -> None:
-        reset_on_close(self.sock)
-        self.close()
 
 
 class _RecordingTLSConnection(_RecordingConnection, urllib3.connection.HTTPSConnection):
@@ -354,16 +321,10 @@ def _key_of(proxies: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(proxies.items())) if proxies else ()
 
 
-def _dict_of(proxies: Mapping[str, str] | None) -> dict[str, str] | None:
-    """``proxies`` as requests' adapter takes them."""
-    return None if proxies is None else dict(proxies)
-
-
 class _Adapter(requests.adapters.HTTPAdapter):
-    """requests' adapter, with what it works out afresh for every request kept instead: a
-    transport posts to one URL with fixed settings, so the pool and the request target are
-    the same each time (looking them up again parses the URL five times), and the response
-    needs no cookie jar or text encoding (faxws keeps no cookies and reads bytes)."""
+    """requests' adapter, keeping the pool and request target of each URL and settings
+    (looking them up again parses the URL five times), and answering without a cookie jar
+    or text encoding (faxws keeps no cookies and reads bytes)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._pools: dict[tuple[Any, ...], urllib3.HTTPConnectionPool] = {}
@@ -391,9 +352,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
         if pool is None or pool.pool is None:  # first use, or closed (by close()) since
             pool = self._pools[key] = cast(
                 urllib3.HTTPConnectionPool,
-                super().get_connection_with_tls_context(
-                    request, verify, proxies=_dict_of(proxies), cert=cert
-                ),
+                super().get_connection_with_tls_context(request, verify, proxies, cert),
             )
         return pool
 
@@ -403,7 +362,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
         key = (request.url, _key_of(proxies))
         target = self._targets.get(key)
         if target is None:
-            target = self._targets[key] = super().request_url(request, _dict_of(proxies))
+            target = self._targets[key] = super().request_url(request, proxies)
         return target
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
@@ -430,12 +389,10 @@ class _Adapter(requests.adapters.HTTPAdapter):
 def new_session(
     verify: bool | str, *, max_connections: int, proxies: Mapping[str, str] | None = None
 ) -> requests.Session:
-    """A session with faxws's adapter (interim answers read past, the answer's head within
-    the read time-out, unparseable header lines refused, bytes written recorded) and an
-    empty pool, made in (and for) this process. It takes nothing from the environment
-    (``trust_env=False``): a ``~/.netrc`` entry would otherwise replace the Bearer header,
-    proxy variables would reroute credentials, and a CA bundle named there would be
-    trusted; ``verify`` (the system's trust, or the bundle given) alone is trusted."""
+    """A session with faxws's adapter and an empty pool, made in (and for) this process. It
+    takes nothing from the environment (``trust_env=False``): a ``~/.netrc`` entry would
+    replace the Bearer header, proxy variables reroute credentials, a CA bundle named there
+    be trusted."""
     session = requests.Session()
     session.trust_env = False
     session.verify = verify
@@ -449,13 +406,9 @@ def new_session(
 
 def forget_connections(session: requests.Session) -> None:
     """In a forked child, close this process's descriptors of the connections ``session``
-    pooled, leaving the connections themselves to the parent: closing a descriptor the
-    parent also holds sends nothing (no FIN, no TLS close_notify; never shutdown()).
-
-    The pools' queues get fresh locks first: a parent thread may have held one at the
-    fork, and nothing in the child (this, or urllib3 closing a pool it collects) may wait
-    for it.
-    """
+    pooled, leaving the connections to the parent (closing a shared descriptor sends
+    nothing; shutdown() would). The pools' queues get fresh locks first: a parent thread may
+    have held one at the fork."""
     for adapter in {id(a): a for a in session.adapters.values()}.values():
         pools: Mapping[object, Any] = getattr(adapter, "_pools", {})
         for pool in list(pools.values()):
@@ -537,12 +490,10 @@ def read_body(
     expected: int = -1,
     chunk_size: int = 65536,
 ) -> bytes:
-    """The body of an answer from urllib3's response ``raw``, decoded, bounded by ``limit``
-    in size and by ``read_timeout`` as a whole (``too_slow`` is raised past it): a server
-    that drips its answer cannot hold a call longer than that (each socket read also
-    waits at most that long). With ``expected`` bytes known to come (a plain body of a
-    known length), the body is done when they came: urllib3 gave the connection back to
-    the pool with the last of them."""
+    """The body of urllib3's response ``raw``, decoded, bounded by ``limit`` in size and by
+    ``read_timeout`` as a whole (``too_slow`` is raised past it). With ``expected`` bytes to
+    come (a plain body of a known length), it ends when they came: urllib3 pooled the
+    connection with the last of them."""
     deadline = time.monotonic() + read_timeout
     chunks: list[bytes] = []
     while chunk := raw.read1(chunk_size, decode_content=True):
@@ -559,9 +510,8 @@ def read_body(
 
 
 class HttpTransport:
-    """faxws's own :class:`~faxws.transport.SyncTransport`: POSTs request bodies to one URL
-    with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
-    answers."""
+    """faxws's own :class:`~faxws.transport.SyncTransport`: POSTs to one URL with
+    ``options``' time-outs, TLS verification, proxies and pool size."""
 
     def __init__(self, url: str, options: ClientOptions, redact: Callable[[str], str]) -> None:
         self.url = url
@@ -573,20 +523,15 @@ class HttpTransport:
         self._verify = options.verify
         self._proxies = dict(options.proxies)
         session = self._new_session()
-        # requests' defaults otherwise: Connection: keep-alive keeps HTTP/1.0 servers and
-        # proxies from closing the connection after each call. Accept-Encoding is the async
-        # client's, whatever decoders happen to be installed.
+        # requests' defaults otherwise (Connection: keep-alive, for HTTP/1.0 servers and
+        # proxies); Accept-Encoding is the async client's, whatever decoders are installed.
         session.headers["User-Agent"] = USER_AGENT
         session.headers["Accept-Encoding"] = "gzip, deflate"
-        # The request line, URL and fixed headers are prepared once; each call copies the
-        # template, sets its own headers and body, and goes to the adapter itself. This skips
-        # requests' per-call merging of session settings, and Session.send's hooks, redirect
-        # check and cookie jar (shared by all threads, behind one lock): nothing a SOAP call
-        # uses (no cookie is ever sent).
+        # Prepared once and sent to the adapter itself: no per-call merging of settings, no
+        # hooks, redirect check or cookie jar (shared by all threads, behind one lock).
         self._template = requests.Request("POST", url, headers=dict(session.headers)).prepare()
 
     def _new_session(self) -> requests.Session:
-        """A session with an empty pool, made in (and for) this process."""
         session = new_session(
             self._verify, max_connections=self._max_connections, proxies=self._proxies
         )
@@ -599,8 +544,7 @@ class HttpTransport:
         self, body: bytes | Iterable[bytes], headers: Mapping[str, str]
     ) -> requests.PreparedRequest:
         if body.__class__ is bytes and body:
-            # What copy() and prepare_body() make of a body of bytes, without copying the
-            # template's (empty) cookie jar and checking what kind of body it is.
+            # What copy() and prepare_body() make of bytes, without their cost.
             request = requests.PreparedRequest()
             request.method = self._template.method
             request.url = self._template.url
@@ -620,14 +564,11 @@ class HttpTransport:
         self._session.close()
 
     def post(self, request: Request) -> Response:
-        """The final answer to ``request``; ``request.written`` is set once any byte of it
-        was written."""
         start = time.perf_counter()
         request_id = request.request_id
         if self._forks != forks():
-            # A child process: the pooled connections are its parent's, which may use
-            # them still. They are left to the parent (closing would be no harm, but
-            # nothing of theirs may be read or written here) and new ones are made.
+            # A child process: the pooled connections are left to the parent, which may
+            # still use them; nothing of theirs may be read or written here.
             self._new_session()
         progress = _Progress()
         reset = _progress.set(progress)
@@ -644,9 +585,8 @@ class HttpTransport:
             exc.maybe_delivered = progress.written
             raise
         except Exception as exc:
-            # Not chained, nor raised here (where it would keep the original as its
-            # context): that text may quote what the server sent, secrets included; the
-            # message keeps its cause, masked.
+            # Raised outside the handler, not even chained as context: the original's text
+            # may quote what the server sent, secrets included.
             failed: TransportError | None = self._failure(exc, progress.written, request_id)
         else:
             failed = None
@@ -678,7 +618,6 @@ class HttpTransport:
         )
 
     def _read(self, response: requests.Response, request_id: str) -> bytes:
-        """The body, bounded in size and in time."""
         read_timeout = self.timeout[1]
         headers = response.headers
         limit = BodyLimit(self.max_response_bytes, response.status_code, request_id=request_id)
