@@ -232,6 +232,23 @@ def test_the_async_provider_hands_out_a_valid_token_while_one_task_renews_it(
     provider.close()
 
 
+def test_only_a_token_provider_is_refreshed() -> None:
+    invalidated: list[str] = []
+
+    class Provider:
+        def __call__(self) -> str:
+            return "tok"
+
+        def invalidate(self) -> None:
+            invalidated.append("tok")
+
+    assert BearerAuth("tok").refresh() is False
+    assert asyncio.run(BearerAuth("tok").refresh_async()) is False
+    assert BearerAuth(Provider()).refresh() is True
+    assert asyncio.run(BearerAuth(Provider()).refresh_async()) is True
+    assert invalidated == ["tok", "tok"]
+
+
 @pytest.mark.parametrize("state", ["expired", "invalidated", "never fetched"])
 def test_callers_without_a_valid_token_share_one_fetch(
     short_lived: FaxWSSimulator, state: str

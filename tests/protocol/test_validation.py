@@ -266,6 +266,19 @@ def test_paths_of_many_issues_are_those_of_a_sibling_scan(prefix: str, wrapped: 
     assert [(i.line, i.path, i.message) for i in validate(root)] == expected
 
 
+def test_a_header_after_the_body_is_refused() -> None:
+    doc = (
+        f'<s:Envelope xmlns:s="{SOAP}"><s:Body><GetFaxBroadcastReport xmlns="urn:FaxWS"/>'
+        "</s:Body><s:Header/></s:Envelope>"
+    ).encode()
+    (issue,) = validate(doc)
+    assert (issue.line, issue.path, issue.message) == (
+        1,
+        "/Envelope",
+        "an Envelope holds an optional Header and then a Body, not Body, Header",
+    )
+
+
 def test_a_few_issues_among_many_siblings_keep_their_exact_form() -> None:
     assert [str(i) for i in validate(mixed_doc(4))] == [
         "3: /SendFax/Recipients/item[1]/RecipCompany[1]: RecipCompany is not expected here; "
