@@ -190,26 +190,20 @@ class _Tree:
 
     def __init__(self, root: etree._Element) -> None:
         self.root = root
-        self._children: dict[etree._Element, list[etree._Element]] = {}
+        # Per parent, its element children by local name, and all of them under "*".
         self._named: dict[etree._Element, dict[str, list[etree._Element]]] = {}
         # An element's position among the siblings of its tag; per parent, the count of each.
         self._index: dict[etree._Element, int] = {}
         self._counts: dict[etree._Element, dict[object, int]] = {}
         self._paths: dict[etree._Element, str] = {}
 
-    def children(self, node: etree._Element) -> list[etree._Element]:
-        found = self._children.get(node)
-        if found is None:
-            found = self._children[node] = [c for c in node if isinstance(c.tag, str)]
-        return found
-
-    def named(self, node: etree._Element, localname: str) -> list[etree._Element]:
+    def named(self, node: etree._Element, name: str) -> list[etree._Element]:
         table = self._named.get(node)
         if table is None:
-            table = self._named[node] = {}
-            for child in self.children(node):
+            table = self._named[node] = {"*": [c for c in node if isinstance(c.tag, str)]}
+            for child in table["*"]:
                 table.setdefault(etree.QName(child).localname, []).append(child)
-        return table.get(localname, [])
+        return table.get(name, [])
 
     def walk(self, node: etree._Element, steps: tuple[str, ...]) -> etree._Element | None:
         """The node the steps of a libxml2 error path (``/*/*[3]/f:item[2]``) lead to from
@@ -218,8 +212,7 @@ class _Tree:
             m = _STEP.match(step)
             if m is None:
                 return None
-            name = m.group("name")
-            children = self.children(node) if name == "*" else self.named(node, name)
+            children = self.named(node, m.group("name"))
             pos = int(m.group("pos") or 1)
             if pos > len(children):
                 return None
