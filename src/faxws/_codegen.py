@@ -108,10 +108,6 @@ def _str(text: str) -> str:
     return f'"{_escape(text)}"'
 
 
-def _local(node: etree._Element) -> str:
-    return etree.QName(node).localname
-
-
 def _is(node: etree._Element, ns: str, *names: str) -> bool:
     q = etree.QName(node)
     return q.namespace == ns and q.localname in names
@@ -127,21 +123,19 @@ def _construct(node: etree._Element) -> str:
     prefix = {XS: "xs", WSDL: "wsdl", SOAP11: "soap"}.get(q.namespace or "", q.namespace)
     text = f"{prefix}:{q.localname}" if prefix else q.localname
     if q.localname in ("complexContent", "simpleContent"):
-        inner = [_local(c) for c in _children(node) if not _is(c, XS, "annotation")]
+        inner = [etree.QName(c).localname for c in _children(node) if not _is(c, XS, "annotation")]
         text += "".join(f"/xs:{i}" for i in inner)
     name = node.get("name") or node.get("ref")
     return f"{text} {name!r}" if name else text
 
 
+def _text(node: etree._Element) -> str:
+    return _one_line("".join(str(t) for t in node.itertext()))
+
+
 def _documentation(node: etree._Element) -> str:
-    texts = [
-        "".join(str(t) for t in d.itertext())
-        for a in node
-        if isinstance(a.tag, str) and _is(a, XS, "annotation")
-        for d in a
-        if isinstance(d.tag, str) and _is(d, XS, "documentation")
-    ]
-    return _one_line(" ".join(texts))
+    docs = node.findall(f"{{{XS}}}annotation/{{{XS}}}documentation")
+    return _one_line(" ".join(_text(d) for d in docs))
 
 
 def _resolve(node: etree._Element, value: str, what: str) -> QName:
@@ -236,7 +230,7 @@ class _Schemas:
         namespace = schema.get("targetNamespace", chameleon or "")
         info = _Schema(namespace, schema.get("elementFormDefault") == "qualified")
         for node in _children(schema):
-            kind, q = _local(node), (namespace, node.get("name", ""))
+            kind, q = etree.QName(node).localname, (namespace, node.get("name", ""))
             if not _is(node, XS, *_SCHEMA_CHILDREN):
                 raise CodegenError(f"schema {namespace}: {_construct(node)} is not supported")
             if kind in ("import", "include"):
@@ -356,7 +350,7 @@ def _read_operations(defs: etree._Element) -> list[_Operation]:
             if isinstance(node.tag, str) and _is(node, WSDL, "fault"):
                 raise CodegenError(f"{what}: {_construct(node)} is not supported")
         docs = [
-            _one_line("".join(str(t) for t in d.itertext()))
+            _text(d)
             for holder in (abstract[name], op)
             for d in holder.findall(f"{{{WSDL}}}documentation")
         ]
