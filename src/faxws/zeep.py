@@ -105,15 +105,11 @@ def _set_child(payload: etree._Element, name: str, text: str, order: list[str]) 
     if child is None:
         rank = order.index(name)
         child = etree.Element(tag)
-        later = [
-            c
-            for c in payload
-            if isinstance(c.tag, str)
-            and etree.QName(c).localname in order
-            and order.index(etree.QName(c).localname) > rank
-        ]
-        if later:
-            later[0].addprevious(child)
+        for sibling in payload:
+            local = etree.QName(sibling).localname if isinstance(sibling.tag, str) else None
+            if local in order and order.index(local) > rank:
+                sibling.addprevious(child)
+                break
         else:
             payload.append(child)
     for extra in list(child):
