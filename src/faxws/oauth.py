@@ -63,18 +63,14 @@ class _Flight:
 
 
 class ClientCredentials:
-    """Fetches, caches and refreshes access tokens with the client credentials grant; safe
-    to share between threads (the README says when a token is renewed and who waits). The
-    secret and the tokens never appear in ``repr``, logs or error messages.
+    """Fetches, caches and refreshes access tokens with the client credentials grant (the id
+    and secret sent in the form body to ``token_url``: https, or http to a loopback host).
+    Safe to share between threads; the README says when a token is renewed and who waits.
+    The secret and the tokens never appear in ``repr``, logs or error messages.
 
-    Args:
-        token_url: the token endpoint (https, or http to a loopback host).
-        client_id, client_secret: the client's credentials (sent in the form body).
-        scope: the scope asked for.
-        leeway: seconds before expiry at which a cached token is renewed, or halfway through
-            its lifetime when that is later (else a short-lived token would be renewed on
-            arrival, one fetch per call).
-        timeout: seconds, or (connect, read) seconds, for the token request.
+    ``leeway``: seconds before expiry at which a cached token is renewed, or halfway through
+    its lifetime when that is later (else a short-lived token would be renewed on arrival).
+    ``timeout``: seconds, or (connect, read) seconds, for the token request.
     """
 
     def __init__(
