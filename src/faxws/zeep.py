@@ -44,7 +44,7 @@ __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"
 #: Operations whose names start with these only read, so they may be sent again after a
 #: failure that may have followed delivery; no other one is re-sent once a byte may have left.
 IDEMPOTENT_PREFIXES = ("Get", "Check", "SimpleGet")
-#: The request elements the integration fills in, in this order of precedence.
+#: The request elements the integration fills in.
 _AUTH_FIELDS = ("UserID", "strPIN")
 _REQUEST_ID = "x-ch-request-id"
 _WSDL_NS = "http://schemas.xmlsoap.org/wsdl/"
@@ -63,8 +63,6 @@ class FaxWSPlugin(zeep.Plugin):
     ) -> None:
         self.user_id = check_text("user_id", user_id, required=True)
         self.credentials: Credentials = credentials_from(token, pin)
-        # Operation -> its request's child names in schema order (zeep computes them anew).
-        self._orders: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
         return f"FaxWSPlugin(user_id={self.user_id!r}, auth={self.credentials!r})"
@@ -73,13 +71,10 @@ class FaxWSPlugin(zeep.Plugin):
         self, envelope: Any, http_headers: Any, operation: Any, binding_options: Any
     ) -> tuple[Any, Any]:
         payload = _payload(envelope)
-        order = self._orders.get(operation.name)
-        if order is None:
-            order = self._orders[operation.name] = [name for name, _ in _elements(operation)]
-        values = {"UserID": self.user_id, "strPIN": self.credentials.pin()}
-        for name in _AUTH_FIELDS:
+        order = [name for name, _ in _elements(operation)]  # the request's children, in order
+        for name, value in (("UserID", self.user_id), ("strPIN", self.credentials.pin())):
             if name in order:
-                _set_child(payload, name, values[name], order)
+                _set_child(payload, name, value, order)
         return envelope, http_headers
 
 
