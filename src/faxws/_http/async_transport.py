@@ -1,28 +1,10 @@
-"""HTTP for the async client over aiohttp: one pooled session per client (bound to the event
-loop it is first used in), and one table mapping aiohttp's exceptions onto faxws errors.
-
-Whether a failed request may have been delivered is decided by one fact, recorded by the
-connection's socket itself: whether any byte of the request was written to it. The sockets
-are faxws's own (:class:`_RecordingSocket`, through aiohttp's ``socket_factory``): a
-successful ``send`` while a request of the current attempt is being written marks the
-attempt (:class:`Sent`). Bytes written while connecting (a TLS handshake, a proxy's
-``CONNECT``) are not the request's. On an event loop that does not write through the socket
-object (uvloop, the Windows proactor) every failure after the connection was set up counts as
-written: never a wrong "not delivered".
-
-Each attempt also has the time limits of the sync client: the connect time-out bounds the
-connection's set-up as a whole (TCP, a proxy's ``CONNECT``, TLS); each part of a streamed body
-must be taken within the read time-out; the head of the answer (interim answers included) must
-arrive within the read time-out of the request's end (for a body sent whole, of its hand-over
-to the connection), and the body within the read time-out of the head. A limit that passes
-aborts the connection.
-
-The session ignores the environment (``trust_env=False``: no proxy variables, no
-``~/.netrc``), keeps no cookies, follows no redirects and reads at most
-``max_response_bytes``. Interim (1xx) answers are read past, at most
-:data:`~faxws._http.shared.MAX_INTERIM_RESPONSES` of them (counted by the connection's protocol,
-:class:`_Handler`). A document that turns out different from what the request announced aborts
-the connection with a TCP reset, so that the service never receives a complete but wrong body.
+"""faxws's own asynchronous transport, over aiohttp: one pooled session per client, bound to
+the event loop it is first used in. faxws's own sockets record whether any byte of a request
+was written (:class:`_RecordingSocket`, :class:`Sent`); where a loop does not write through
+them (uvloop, the Windows proactor), every attempt that got a connection counts as written:
+never a wrong "not delivered". Each attempt has the sync client's time limits, kept by one
+timer per connection; the protocol (:class:`_Handler`) bounds interim answers and spoils a
+connection on which bytes arrive that no request written there asked for.
 """
 
 from __future__ import annotations
@@ -32,7 +14,6 @@ import base64
 import contextlib
 import functools
 import os
-import select
 import socket
 import ssl
 import sys
@@ -42,7 +23,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, cast
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 try:
     import aiohttp
@@ -52,6 +33,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from aiohttp.client_proto import ResponseHandler
+from requests.utils import DEFAULT_CA_BUNDLE_PATH, get_auth_from_url, select_proxy
+from urllib3.util.wait import wait_for_read
 
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
@@ -83,15 +66,13 @@ AsyncBody = bytes | AsyncIterable[bytes]
 
 class Sent:
     """One attempt on the wire: whether any byte of the request was written, and the time
-    limit of the phase it is in (``pool``, ``connect``, ``send``, ``head``, ``body``,
-    ``done``). A limit that passes records the phase in ``expired`` and aborts the
-    connection; the exception aiohttp then raises is reported as a time-out.
+    limit of its phase (``pool``, ``connect``, ``send``, ``head``, ``body``, ``done``). A limit
+    that passes records the phase in ``expired`` and aborts the connection.
 
     One timer serves every phase: moving the deadline later only records it, and a timer
-    that fires early sets itself again for what is left. From the moment the connection is
-    set up, the timer is the connection's (:class:`_Handler`), kept from one attempt to the
-    next: calls are far shorter than their time limits, so a connection in steady use
-    makes a timer about once per read time-out, not one per call.
+    that fires early sets itself again. Once connected, the timer is the connection's, kept
+    from one attempt to the next: a connection in steady use makes about one timer per read
+    time-out, not one per call.
     """
 
     __slots__ = (
@@ -142,15 +123,14 @@ class Sent:
     # -- phases --
 
     def connecting(self, sock: socket.socket) -> None:
-        """A new connection's socket: its set-up (TCP, CONNECT, TLS) has the connect time-out
-        as a whole."""
+        """A new connection's set-up (TCP, CONNECT, TLS) has the connect time-out as a whole."""
         self._sockets.append(sock)
         if self._phase == "pool":
             self._phase = "connect"
             self._limit(self._connect_timeout)
 
     def sending(self, transport: asyncio.Transport, protocol: Any) -> None:
-        """The connection is set up; from here on, bytes written are the request's."""
+        # Bytes written from here on are the request's (not a handshake's or CONNECT's).
         self._phase = "send"
         self._limit(None)
         if self._handle is not None:  # the set-up's timer: the connection's takes over
@@ -165,7 +145,6 @@ class Sent:
             self.written = True  # cannot count: say what is safe
 
     def writing(self) -> None:
-        """A part of the body is being written: it must be taken within the read time-out."""
         if self._phase == "send":
             self._limit(self._read_timeout)
 
@@ -174,14 +153,13 @@ class Sent:
             self._limit(None)
 
     def body_done(self) -> None:
-        """The whole request was handed over: its answer's head has the read time-out."""
         if self._phase == "send":
             self._phase = "head"
             self._limit(self._read_timeout)
 
     def unfinished(self, size: int) -> bool:
-        """Whether part of the request's ``size`` bytes of body was not yet handed to the
-        connection, or is still in its buffer: nothing can answer that request yet."""
+        """Whether part of the request's body was not yet handed to the connection, or is
+        still in its buffer: nothing can answer that request yet."""
         if self.streamed and self.handed < size:
             return True
         transport = self.transport
@@ -206,7 +184,6 @@ class Sent:
     # -- the time limit --
 
     def _limit(self, seconds: float | None) -> None:
-        """The current phase ends within ``seconds`` from now (None: no limit)."""
         if seconds is None:
             self._deadline = 0.0
             return
@@ -214,7 +191,6 @@ class Sent:
         self._arm()
 
     def _arm(self) -> None:
-        """A timer that fires at the deadline or before it."""
         protocol = self.protocol
         if isinstance(protocol, _Handler) and protocol.transport is not None:
             # The connection's timer, shared with later attempts (while it has a connection).
@@ -236,8 +212,6 @@ class Sent:
         self._expire()
 
     def _expire(self) -> None:
-        """A timer fired (the attempt's own, or its connection's): the phase has ended too
-        late, or its deadline moved later."""
         deadline = self._deadline
         if not deadline or self._phase in ("pool", "done"):
             return
@@ -252,8 +226,7 @@ class Sent:
         self.expired = phase
         if self.transport is not None:
             self.transport.abort()
-            # Whatever waits for the answer wakes now, even if the connection was lost
-            # before and nothing is left to abort.
+            # Whatever waits for the answer wakes now, even if nothing was left to abort.
             if phase == "body" and self._response is not None:
                 _fail_body(self._response.content, "timed out")
             elif isinstance(self.protocol, _Handler) and self.protocol.exception() is None:
@@ -264,15 +237,13 @@ class Sent:
                 sock.shutdown(socket.SHUT_RDWR)
 
     def lost_connection(self) -> None:
-        """The connection is gone, and its timer with it: the attempt's deadline, if it
-        still has one, is kept by a timer of its own."""
+        """The connection and its timer are gone: the attempt's deadline gets its own."""
         if self._deadline and self._phase not in ("pool", "done"):
             self._arm()
 
     def close(self, *, failed: bool = False) -> None:
-        """The attempt is over: no timer outlives it, and a failed one's connection is
-        ended here (aiohttp may leave a TLS connection it lost unclosed, and no failed
-        connection may be used again)."""
+        """No timer outlives the attempt, and a failed one's connection is ended (aiohttp may
+        leave a lost TLS connection unclosed; no failed connection may be used again)."""
         self._phase = "done"
         self._deadline = 0.0
         if self._handle is not None:
@@ -283,8 +254,8 @@ class Sent:
             self.transport.abort()
 
     def _let_go(self) -> None:
-        """The connection no longer times this attempt (its timer waits for the next one,
-        or ends), and what arrives on it from now on answers no request of this one."""
+        """The connection no longer times this attempt, and what arrives on it from now on
+        answers no request of this one."""
         protocol = self.protocol
         if isinstance(protocol, _Handler):
             if protocol.watched is self:
@@ -344,14 +315,13 @@ class _StaleConnectionError(Exception):
 
 def _has_input(transport: asyncio.BaseTransport) -> bool:
     """Whether an idle connection has anything to read: only a close (or a broken server)
-    can have put it there, so the next request must go on a new connection. (urllib3 makes
-    the same check before it reuses a connection.)"""
+    can have put it there, so the next request must go on a new connection (as urllib3
+    checks it; a closed socket counts as having input)."""
     sock = transport.get_extra_info("socket")
     if sock is None:
         return False
     try:
-        readable, _, _ = select.select([sock.fileno()], [], [], 0)
-        return bool(readable)
+        return wait_for_read(sock, timeout=0.0)
     except (OSError, ValueError):
         return True
 
@@ -369,7 +339,7 @@ class _Request(aiohttp.ClientRequest):
                 transport is None
                 or protocol.spoiled
                 or protocol.should_close  # an answer already waits: no request asked for it
-                or (protocol.answered and protocol.has_input(transport))
+                or (protocol.answered and _has_input(transport))
             ):
                 raise _StaleConnectionError
             protocol.interim = 0
@@ -409,7 +379,6 @@ class _Handler(ResponseHandler):
     #: again, and an attempt that has written nothing moves to another connection.
     spoiled = False
     owner: Sent | None = None  # the attempt whose request this connection carries
-    _idle: Any = None  # a poll object watching the connection's socket, made on first use
     watch: asyncio.TimerHandle | None = None  # the timer of the attempts on this connection
     watched: Sent | None = None  # the attempt it times, while there is one
 
@@ -472,25 +441,6 @@ class _Handler(ResponseHandler):
         _fail_body(payload, "the connection closed before the answer was complete")
         if watched is not None:
             watched.lost_connection()
-
-    def has_input(self, transport: asyncio.BaseTransport) -> bool:
-        """:func:`_has_input`, with one poll object per connection where poll exists: each
-        check of a reused connection is then one system call."""
-        poller = self._idle
-        if poller is None:
-            sock = transport.get_extra_info("socket")
-            if sock is None or not hasattr(select, "poll"):
-                return _has_input(transport)
-            try:
-                poller = select.poll()
-                poller.register(sock.fileno(), select.POLLIN)
-            except (OSError, ValueError):
-                return True
-            self._idle = poller
-        try:
-            return bool(poller.poll(0))  # a closed socket answers POLLNVAL: not reused
-        except (OSError, ValueError):
-            return True
 
     def feed_data(self, data: Any, *args: Any) -> None:
         if self.interim > MAX_INTERIM_RESPONSES:
@@ -572,62 +522,39 @@ _FAILURES = Failures(
 # -- arguments --------------------------------------------------------------------------------
 
 
-def _select_proxy(url: str, proxies: Mapping[str, str]) -> str | None:
-    """The proxy for ``url``, chosen as requests chooses it for the sync client."""
-    parts = urlsplit(url)
-    for key in (
-        f"{parts.scheme}://{parts.hostname}",
-        parts.scheme,
-        f"all://{parts.hostname}",
-        "all",
-    ):
-        if key in proxies:
-            return proxies[key]
-    return None
-
-
 @lru_cache(maxsize=8)
 def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
-    """The TLS settings of the sync client: the CA bundle requests uses (certifi's) unless a
-    bundle is given; False turns verification off."""
+    """The sync client's TLS settings: the bundle given, else requests' (certifi's)."""
     if verify is False:
         return False
     if verify is True:
-        from requests.utils import DEFAULT_CA_BUNDLE_PATH  # certifi's, as requests uses
-
         verify = DEFAULT_CA_BUNDLE_PATH
     return trust_of(verify)
 
 
 def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
-    """The proxy's URL without credentials, and its Proxy-Authorization value, read as
-    requests reads them for the sync client (user name and password percent-decoded, so
-    either may hold a colon)."""
-    if proxy is None:
-        return None, None
-    parts = urlsplit(proxy)
-    if parts.username is None and parts.password is None:
+    """The proxy's URL without credentials, and its Proxy-Authorization value, as requests
+    makes them for the sync client."""
+    if proxy is None or "@" not in urlsplit(proxy).netloc:
         return proxy, None
-    host = parts.netloc.rpartition("@")[2]
-    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    if not parts.username or parts.password is None:
+    parts = urlsplit(proxy)
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    user, password = get_auth_from_url(proxy)  # percent-decoded: either may hold a colon
+    if not user:
         return bare, None  # requests sends credentials only with a user name and a password
-    user, password = unquote(parts.username), unquote(parts.password)
     token = base64.b64encode(f"{user}:{password}".encode("latin-1", "replace")).decode()
     return bare, f"Basic {token}"
 
 
 # -- the transport ----------------------------------------------------------------------------
 
-#: Sessions a forked child inherited: never used, closed or collected there (see
-#: AsyncHttpTransport._session_here).
+#: Sessions a forked child inherited: never used, closed or collected there.
 _INHERITED: list[aiohttp.ClientSession] = []
 
 
 class AsyncHttpTransport:
-    """faxws's own :class:`~faxws.transport.AsyncTransport`: POSTs request bodies to one URL
-    with ``options``' time-outs, TLS verification, proxies and pool size, and reads bounded
-    answers, on one event loop."""
+    """faxws's own :class:`~faxws.transport.AsyncTransport`: POSTs to one URL with
+    ``options``' time-outs, TLS verification, proxies and pool size, on one event loop."""
 
     def __init__(self, url: str, options: ClientOptions, redact: Callable[[str], str]) -> None:
         self.url = url
@@ -639,7 +566,7 @@ class AsyncHttpTransport:
         proxies = options.proxies
         parts = urlsplit(url)
         self._where = endpoint(url)
-        chosen = _select_proxy(url, proxies)
+        chosen = select_proxy(url, proxies)
         self._proxy, proxy_authorization = _proxy_parts(chosen)
         if (
             self._proxy is not None
@@ -653,14 +580,13 @@ class AsyncHttpTransport:
                 "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
                 "has from Python 3.11; use an http:// proxy URL (the tunnel is still TLS)",
             )
-        # As the sync client's requests: Connection: keep-alive keeps HTTP/1.0 servers and
-        # proxies from closing the connection after each call.
+        # As requests sends them (keep-alive, for HTTP/1.0 servers and proxies).
         self._headers = {
             "User-Agent": USER_AGENT,
             "Accept-Encoding": "gzip, deflate",
             "Connection": "keep-alive",
         }
-        # A proxy's credentials go to the proxy: in the CONNECT of a tunnel, or with each
+        # A proxy's credentials go to the proxy only: in a tunnel's CONNECT, or with each
         # request it forwards over plain http.
         self._proxy_headers: dict[str, str] | None = None
         if proxy_authorization is not None:
@@ -681,13 +607,10 @@ class AsyncHttpTransport:
         if self._session is not None and self._loop is loop and not forked:
             return self._session
         if forked:
-            # A child process: the session, its connections and its loop are the parent's,
-            # which may use them still. Forgotten, not closed (closing would take the
-            # parent's sockets off an event loop the two processes share); new ones are
-            # made on this process's loop.
+            # A child process: the session and its connections are the parent's. Kept for
+            # ever, never closed or collected: closing takes the parent's sockets off the
+            # epoll set both processes share.
             if self._session is not None:
-                # Kept for ever: when it is collected, aiohttp closes its connections,
-                # which takes the parent's sockets off the epoll set both processes share.
                 _INHERITED.append(self._session)
             self._session, self._loop, self._forks = None, None, forks()
             self._used.clear()
@@ -710,8 +633,7 @@ class AsyncHttpTransport:
             cookie_jar=aiohttp.DummyCookieJar(),
             headers=self._headers,
             request_class=_Request,
-            # Sent bounds the head and the body of the answer as wholes (stricter than
-            # aiohttp's read time-out, which only measures silence).
+            # Sent bounds the answer's head and body as wholes, not only silences.
             timeout=aiohttp.ClientTimeout(
                 total=None, connect=None, sock_connect=self.timeout[0], sock_read=None
             ),
@@ -731,9 +653,8 @@ class AsyncHttpTransport:
             session.detach()  # its loop's connections cannot be closed from here
             return
         await session.close()
-        # A TLS connection aiohttp closed earlier (the server said Connection: close) may
-        # still be waiting for the server's close_notify: end it now, or it would outlive the
-        # client (and, at the loop's end, be reported as an unclosed transport).
+        # A TLS connection aiohttp closed earlier may still wait for the server's
+        # close_notify: ended now, or it would outlive the client.
         used = list(self._used)
         self._used.clear()
         for transport in used:
@@ -742,8 +663,7 @@ class AsyncHttpTransport:
             await asyncio.sleep(0)  # the aborts close their sockets in the next loop pass
 
     async def post_async(self, request: Request) -> Response:
-        """The final answer to ``request``; ``request.written`` is set once any byte of it
-        was written, also when the call is cancelled."""
+        # request.written is set also when the call is cancelled.
         sent = Sent(asyncio.get_running_loop(), self.timeout, self._used)
         try:
             return await self._post(request, sent)
@@ -770,8 +690,8 @@ class AsyncHttpTransport:
         finally:
             _sent.reset(token)
         if failed is not None:
-            # Raised outside the handler, so not chained to aiohttp's exception even as its
-            # context: that text may quote what the server sent.
+            # Raised outside the handler, not even chained as context: aiohttp's text may
+            # quote what the server sent.
             keep = sent.document_error is not None and failed is sent.document_error
             raise failed from (failed.__cause__ if keep else None)
         try:
@@ -780,18 +700,12 @@ class AsyncHttpTransport:
             sent.head_done(response)
             content = await self._read(response, request_id)
             sent.protocol.answered = True  # from now on, checked before it is reused
-        except FaxWSError:
+        except BaseException as exc:
             response.close()
             sent.close(failed=True)
-            raise
-        except Exception as exc:
-            response.close()
-            sent.close(failed=True)
+            if isinstance(exc, FaxWSError) or not isinstance(exc, Exception):
+                raise
             failed = self._failure(exc, sent, request_id)
-        except BaseException:
-            response.close()
-            sent.close(failed=True)
-            raise
         if failed is not None:
             raise failed from None  # outside the handler: no context quoting the server
         sent.close()
@@ -807,8 +721,8 @@ class AsyncHttpTransport:
     ) -> aiohttp.ClientResponse:
         sent.precise = self._precise
         sent.streamed = not isinstance(body, bytes)
-        # A pooled connection the server closed while idle is replaced, as often as the pool
-        # may hold such connections; nothing was written to it.
+        # A pooled connection the server closed (or wrote to) while idle is replaced, as often
+        # as the pool may hold such connections; nothing was written to it.
         tries = 0
         while True:
             data = body if isinstance(body, bytes) else self._chunks(body, sent)
@@ -822,8 +736,6 @@ class AsyncHttpTransport:
                     proxy_headers=self._proxy_headers,
                 )
             except Exception as exc:
-                # Refused before a byte of the request was written: the connection had
-                # answers (or a close) that no request asked for.
                 protocol = sent.protocol
                 stale = isinstance(exc, _StaleConnectionError) or (
                     isinstance(protocol, _Handler) and protocol.spoiled and not sent.written
@@ -834,9 +746,8 @@ class AsyncHttpTransport:
                 sent.reset_for_retry()
 
     async def _chunks(self, body: AsyncIterable[bytes], sent: Sent) -> AsyncIterator[bytes]:
-        """A streamed body as aiohttp writes it: each part must be taken within the read
-        time-out, and the answer's time limit starts when the last one was. A document that
-        fails resets the connection before the body is complete."""
+        """A streamed body as aiohttp writes it, each part within the read time-out; a document
+        that fails resets the connection before the body is complete."""
         try:
             async for chunk in body:
                 sent.writing()
@@ -871,7 +782,6 @@ class AsyncHttpTransport:
         )
 
     async def _read(self, response: aiohttp.ClientResponse, request_id: str) -> bytes:
-        """The body, at most ``max_response_bytes`` (after decompression)."""
         limit = BodyLimit(self.max_response_bytes, response.status, request_id=request_id)
         length = limit.declared(response.headers.get("Content-Length", ""))
         if length is not None and "Content-Encoding" not in response.headers:
