@@ -155,8 +155,7 @@ class Validator:
         try:
             if schema.validate(payload):
                 return []
-            errors: list[etree._LogEntry] = list(schema.error_log)  # type: ignore[call-overload]
-            return errors
+            return list(schema.error_log)  # type: ignore[call-overload,no-any-return]
         finally:
             self._idle.append(schema)
 
