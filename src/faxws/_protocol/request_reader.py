@@ -330,8 +330,9 @@ class RequestReader:
         log, self._parser, self._start = self._parser.feed_error_log, None, None
         if self._target.refusal is not None:
             self.refusal = self._target.refusal
-        else:
-            self.refusal = Refusal(f"malformed XML: {_first_error(log) or _message(exc)}")
+            return
+        said = exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
+        self.refusal = Refusal(f"malformed XML: {_first_error(log) or said}")
 
 
 def _first_error(log: etree._ListErrorLog) -> str | None:
@@ -343,10 +344,6 @@ def _first_error(log: etree._ListErrorLog) -> str | None:
             column = f", column {entry.column}" if line and entry.column > 0 else ""
             return f"{entry.message}{line}{column}"
     return None
-
-
-def _message(exc: Exception) -> str:
-    return exc.msg if isinstance(exc, etree.XMLSyntaxError) else str(exc)
 
 
 def deviations(

@@ -335,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             if received is not None and received.documents:
                 received.discard()  # the documents no job adopted
-        headers["x-ch-activity-id"] = new_request_id()
+        headers["x-ch-activity-id"] = new_request_id()  # unique, with no system call
         headers["x-ch-execution-time"] = str(int((time.perf_counter() - started) * 1000))
         if request_id is not None:
             headers["x-ch-request-id"] = request_id
