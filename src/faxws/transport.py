@@ -1,37 +1,15 @@
-"""The seam between a client and HTTP: what a transport is given (:class:`Request`), what it
-answers (:class:`Response`), the two kinds of transport (:class:`SyncTransport` for
-:class:`~faxws.FaxClient` and :func:`faxws.zeep.make_client`, :class:`AsyncTransport` for
-:class:`~faxws.AsyncFaxClient`) and :class:`MockTransport`, which answers from a function
-with no network::
-
-    from faxws import ClientOptions, FaxClient
-    from faxws.transport import MockTransport, Response
-
-    def answer(request):
-        assert request.headers["x-ch-request-id"] == request.request_id
-        return Response(503, {"Retry-After": "0"}, b"busy")
-
-    client = FaxClient(
-        "https://fax.example.com",
-        user_id="mbx1234567890",
-        pin="1234",
-        options=ClientOptions(transport=MockTransport(answer)),
-    )
-
-A client given a transport (``ClientOptions(transport=...)``) hands it each attempt of each
-call and reads what it answers. Everything else stays above the seam and is the same whatever
-the transport: the request ids, the headers and body of the contract, the token fetched for
-each attempt and the one retry after a 401, the retries and their waits (a SendFax is never
-sent again once a byte of it may have reached the service: the transport says so in the
-``written`` of the request, set once any byte of it went out, which no error it raises can
-undo), the size limit of
-answers, and the reading of answers into results and errors.
+"""The seam between a client and HTTP (``ClientOptions(transport=...)``): what a transport is
+given (:class:`Request`) and answers (:class:`Response`), the two kinds of transport
+(:class:`SyncTransport`, :class:`AsyncTransport`), and :class:`MockTransport`, which answers
+from a function with no network. Request ids, authentication, retries and their safety (a
+request's ``written``, once set, is never undone by an error), the size limit and the reading
+of answers stay above the seam, the same whatever the transport.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from requests.structures import CaseInsensitiveDict
@@ -62,22 +40,16 @@ class MockTransport:
             raise BadInputError("handler", f"must be callable, not {type(handler).__name__}")
         self.handler = handler
         self.requests: list[Request] = []
-        """Every request handed to the handler, its body read whole."""
 
     def __repr__(self) -> str:
         return f"MockTransport({self.handler!r})"
 
     def post(self, request: Request) -> Response:
         """The handler's answer to ``request``."""
-        body = request.body
-        if isinstance(body, AsyncIterable):
+        if isinstance(request.body, AsyncIterable):
             raise TypeError("an async request body is posted with post_async()")
-        try:
-            whole = body if isinstance(body, bytes) else b"".join(body)
-        except DocumentError as exc:
-            self._not_handed(exc, request)
-            raise
-        handed = self._hand(request, whole)
+        with self._reading(request):
+            handed = self._hand(request, request.body)
         with self._as_the_network(request, handed):
             answer = self.handler(handed)
         if inspect.isawaitable(answer):
@@ -89,17 +61,10 @@ class MockTransport:
     async def post_async(self, request: Request) -> Response:
         """The handler's answer to ``request``, awaited when the handler is async."""
         body = request.body
-        try:
-            if isinstance(body, bytes):
-                whole = body
-            elif isinstance(body, AsyncIterable):
-                whole = b"".join([chunk async for chunk in body])
-            else:
-                whole = b"".join(body)
-        except DocumentError as exc:
-            self._not_handed(exc, request)
-            raise
-        handed = self._hand(request, whole)
+        with self._reading(request):
+            if isinstance(body, AsyncIterable):
+                body = b"".join([chunk async for chunk in body])
+            handed = self._hand(request, body)
         with self._as_the_network(request, handed):
             answer = self.handler(handed)
             if inspect.isawaitable(answer):
@@ -112,12 +77,24 @@ class MockTransport:
     async def aclose(self) -> None:
         """Nothing to release."""
 
-    def _hand(self, request: Request, whole: bytes) -> Request:
+    def _hand(self, request: Request, body: bytes | Iterable[bytes]) -> Request:
+        whole = body if isinstance(body, bytes) else b"".join(body)
         handed = Request(
             request.url, dict(request.headers), whole, len(whole), request.request_id, True
         )
         self.requests.append(handed)
         return handed
+
+    @staticmethod
+    @contextmanager
+    def _reading(request: Request) -> Iterator[None]:
+        """A document that fails while the body is read: nothing was handed over."""
+        try:
+            yield
+        except DocumentError as exc:
+            exc.request_id = request.request_id
+            exc.maybe_delivered = False
+            raise
 
     @staticmethod
     @contextmanager
@@ -133,12 +110,6 @@ class MockTransport:
             request.written = True
             raise
         request.written = True
-
-    @staticmethod
-    def _not_handed(exc: DocumentError, request: Request) -> None:
-        """A document failed while the body was read: nothing was handed over."""
-        exc.request_id = request.request_id
-        exc.maybe_delivered = False
 
     @staticmethod
     def _checked(answer: object) -> Response:

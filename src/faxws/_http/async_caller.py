@@ -1,15 +1,7 @@
-"""The asynchronous exchange of :class:`faxws.AsyncFaxClient`, mirroring
-:class:`~faxws._http.sync_caller.SyncCaller`: the same options, the token fetched
-(or awaited) per attempt, one retry after a 401 for token providers, retries only as
-:func:`~faxws._protocol.soap.may_retry` allows (the decisions are
-:class:`~faxws._http.shared.Attempts`), and the size limit of answers, whatever the transport
-below.
-
-Documents on disk are opened, measured and read in worker threads, a chunk at a time, so the
-event loop never waits for a file. A cancelled call logs its request id and whether any
-byte of its request was written, and re-raises :class:`asyncio.CancelledError`; whatever a
-worker thread still holds (open files, a file object's send lock) is released when the thread
-is done.
+"""The asynchronous exchange of :class:`faxws.AsyncFaxClient`: the decisions of
+:class:`~faxws._http.shared.Attempts` with awaited waits and posts. Documents are opened,
+measured and read in worker threads, so the event loop never waits for a file; what a thread
+still holds when its call is cancelled is released when the thread is done.
 """
 
 from __future__ import annotations
@@ -34,8 +26,8 @@ T = TypeVar("T")
 
 
 async def _off_loop(work: Callable[[], T], abandoned: Callable[[T | None], None]) -> T:
-    """``work()`` in a worker thread. When the caller is cancelled, the thread still runs to
-    its end; ``abandoned`` then gets its result (None if it failed) to release it."""
+    """``work()`` in a worker thread; if the caller is cancelled, ``abandoned`` gets its
+    result (None if it failed) to release once the thread is done."""
     future = asyncio.get_running_loop().run_in_executor(None, work)
     try:
         return await asyncio.shield(future)
@@ -51,8 +43,7 @@ async def _off_loop(work: Callable[[], T], abandoned: Callable[[T | None], None]
 
 async def _hold_streams(streams: list[object]) -> list[tuple[object, threading.Lock]]:
     """The send locks of the file objects a body sends, waited for on the loop: a worker
-    thread blocked on one would hold a thread of the shared executor that the holder's own
-    reads may need."""
+    thread blocked on one would hold an executor thread the holder's own reads may need."""
     held: list[tuple[object, threading.Lock]] = []
     try:
         for stream in streams:
@@ -82,8 +73,7 @@ class _Documents:
         self.body: AsyncBody = payload if isinstance(payload, bytes) else self
         self._reading: asyncio.Future[bytes | None] | None = None
         # A read in a worker thread when close() comes closes the documents itself when it
-        # ends: the loop may be gone by then, and its callbacks with it (the file objects'
-        # send locks would never be released). A body of bytes alone has no documents.
+        # ends: the loop, and its callbacks, may be gone by then.
         self._state = _NO_LOCK if opened is None else threading.Lock()
         self._in_read = False
         self._close_after_read = False
@@ -111,11 +101,10 @@ class _Documents:
             raise
         return cls(opened, payload)
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._stream()
-
-    async def _stream(self) -> AsyncIterator[bytes]:
-        await self._settled()
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        reading = self._reading
+        if reading is not None and not reading.done():
+            await asyncio.wait([reading])  # left by an earlier attempt: the file is shared
         assert self._opened is not None  # only bodies with documents are streamed
         chunks = iter(self._opened)
         while (chunk := await self._next(chunks)) is not None:
@@ -138,13 +127,6 @@ class _Documents:
             if close and self._opened is not None:
                 self._opened.close()
 
-    async def _settled(self) -> None:
-        """Wait for a read an earlier attempt left in a thread: its file position is
-        shared."""
-        reading = self._reading
-        if reading is not None and not reading.done():
-            await asyncio.wait([reading])
-
     def close(self) -> None:
         opened = self._opened
         if opened is None:
@@ -161,8 +143,7 @@ class _Documents:
 
     @staticmethod
     def _consume(reading: asyncio.Future[bytes | None] | None) -> None:
-        # A read that failed after its attempt was given up: its error was reported (or
-        # did not matter) then; retrieving it keeps asyncio from logging it again.
+        # Retrieved, so that asyncio does not log the error of a read given up on.
         if reading is not None and reading.done() and not reading.cancelled():
             reading.exception()
 
