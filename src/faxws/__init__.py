@@ -4,9 +4,6 @@
 >>> client = FaxClient("https://fax.example.com", user_id="mbx123", token="...")  # doctest: +SKIP
 >>> client.send_fax([Recipient("+1 555 0100")], [FaxFile.from_path("a.pdf")])  # doctest: +SKIP
 
-``AsyncFaxClient`` is the same client for asyncio (the ``async`` extra: aiohttp, imported
-when the first one is made).
-
 The public names are imported on first use, so ``import faxws`` (and the ``faxws`` command's
 start-up) stays fast: requests, lxml and logging load only when a client or the validator is
 needed, and zeep only when the bindings are regenerated.
@@ -42,31 +39,20 @@ if TYPE_CHECKING:
     from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
     from faxws.validation import ValidationIssue, validate, validate_or_raise
 
+#: Each public name's module, imported on first use.
 _EXPORTS = {
-    "AsyncFaxClient": "faxws.client",
-    "AsyncTokenProvider": "faxws.auth",
-    "AuthenticationError": "faxws.errors",
-    "BadInputError": "faxws.errors",
-    "BroadcastReportResult": "faxws.models",
-    "ClientOptions": "faxws._http.options",
-    "ConnectError": "faxws.errors",
-    "DocumentError": "faxws.errors",
-    "FaxClient": "faxws.client",
-    "FaxFile": "faxws.models",
-    "FaxWSError": "faxws.errors",
-    "FileType": "faxws.models",
-    "HTTPStatusError": "faxws.errors",
-    "ProtocolError": "faxws.errors",
-    "Recipient": "faxws.models",
-    "RequestTimeoutError": "faxws.errors",
-    "SendFaxResult": "faxws.models",
-    "ServiceError": "faxws.errors",
-    "SoapFaultError": "faxws.errors",
-    "TokenProvider": "faxws.auth",
-    "TransportError": "faxws.errors",
-    "ValidationIssue": "faxws.validation",
-    "validate": "faxws.validation",
-    "validate_or_raise": "faxws.validation",
+    name: module
+    for module, names in (
+        ("faxws._http.options", "ClientOptions"),
+        ("faxws.auth", "AsyncTokenProvider TokenProvider"),
+        ("faxws.client", "AsyncFaxClient FaxClient"),
+        ("faxws.errors", "AuthenticationError BadInputError ConnectError DocumentError"),
+        ("faxws.errors", "FaxWSError HTTPStatusError ProtocolError RequestTimeoutError"),
+        ("faxws.errors", "ServiceError SoapFaultError TransportError"),
+        ("faxws.models", "BroadcastReportResult FaxFile FileType Recipient SendFaxResult"),
+        ("faxws.validation", "ValidationIssue validate validate_or_raise"),
+    )
+    for name in names.split()
 }
 
 __all__ = [

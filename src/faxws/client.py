@@ -254,27 +254,18 @@ class _ClientBase(Generic[TokenT]):
 
 
 class FaxClient(_ClientBase[str | Callable[[], str]]):
-    """A client of the FaxWS v5 service.
-
-    Give exactly one of ``token`` (OAuth 2.0: a string, or a zero-argument callable returning
-    one, called for each request) and ``pin`` (username-and-password mode).
-
-    A client holds one pooled HTTP session and is safe to share between threads. Use it as a
-    context manager, or call :meth:`close`, to release the connections.
+    """A client of the FaxWS v5 service, safe to share between threads; use it as a context
+    manager, or call :meth:`close`, to release its pooled connections.
 
     Args:
         base_url: the service root, e.g. ``https://fax.example.com``; requests go to
             ``{base_url}/fax/v5`` (a base URL already ending in ``/fax/v5`` is kept).
         user_id: the account, e.g. ``mbx1234567890``.
-        token: OAuth 2.0 access token or token provider.
-        pin: PIN or password.
-        options: a :class:`~faxws.ClientOptions`: time-outs, TLS verification, proxies,
-            retries and their waits, connections, the largest answer accepted, and the
-            transport (see :mod:`faxws.transport`).
-        timeout, verify, proxies, allow_insecure_http, retries, retry_backoff,
-        max_connections, max_response_bytes: the fields of :class:`~faxws.ClientOptions`
-            (see there, defaults included), given one by one instead of ``options``; giving a
-            field both ways is refused.
+        token: OAuth 2.0 access token, or a zero-argument callable returning one (called for
+            each request); or, instead, ``pin``: the PIN or password.
+        options: a :class:`~faxws.ClientOptions` (time-outs, TLS, proxies, retries, connections,
+            the largest answer, the transport), or its fields given one by one as keyword
+            arguments (``timeout``, ``verify``, ...); giving a field both ways is refused.
     """
 
     _caller: SyncCaller
@@ -366,18 +357,14 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
 
 class AsyncFaxClient(_ClientBase[Token]):
     """The FaxWS v5 client for asyncio: the options, methods, results and errors of
-    :class:`FaxClient`, with coroutines for the calls.
+    :class:`FaxClient`, with coroutines for the calls. Use it with ``async with``, or await
+    :meth:`close`; its connections belong to the event loop it is first used in. Needs the
+    ``async`` extra (aiohttp, imported when the first client is made).
 
-    ``token`` may also be an async callable, awaited for every request (see
-    :class:`faxws.oauth.AsyncClientCredentials`); a plain callable is called in the event
-    loop, so it must not block. A client holds one pool of connections for the event loop it
-    is first used in; use it with ``async with``, or await :meth:`close`. Needs the ``async``
-    extra (``pip install 'faxws[async]'``, which brings aiohttp); aiohttp is imported when
-    the first client is made.
-
-    A call cancelled while its request is in flight logs (WARNING) its request id and
-    whether the request may have been delivered, closes the connection it used, and re-raises
-    :class:`asyncio.CancelledError`.
+    ``token`` may also be an async callable, awaited for every request; a plain callable is
+    called in the event loop, so it must not block. A call cancelled while its request is in
+    flight logs (WARNING) its request id and whether the request may have been delivered,
+    closes the connection it used, and re-raises :class:`asyncio.CancelledError`.
     """
 
     _asynchronous = True

@@ -71,19 +71,14 @@ def _canonical(text: str, escape: re.Pattern[str]) -> tuple[str, list[int], list
     ends: list[int] = []
     pos = 0
     for m in escape.finditer(text):
-        for i in range(pos, m.start()):
-            out.append(text[i])
-            starts.append(i)
-            ends.append(i + 1)
-        for char in _spelled(m.group()):
-            out.append(char)
-            starts.append(m.start())
-            ends.append(m.end())
+        spelled = _spelled(m.group())
+        out += [text[pos : m.start()], spelled]
+        starts += [*range(pos, m.start()), *[m.start()] * len(spelled)]
+        ends += [*range(pos + 1, m.start() + 1), *[m.end()] * len(spelled)]
         pos = m.end()
-    for i in range(pos, len(text)):
-        out.append(text[i])
-        starts.append(i)
-        ends.append(i + 1)
+    out.append(text[pos:])
+    starts += range(pos, len(text))
+    ends += range(pos + 1, len(text) + 1)
     return "".join(out), starts, ends
 
 

@@ -7,26 +7,27 @@ network access and keeps libxml2's size and depth limits (no ``huge_tree``).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from lxml import etree
 
 _local = threading.local()
+_hardened = functools.partial(
+    etree.XMLParser,
+    resolve_entities=False,
+    no_network=True,
+    load_dtd=False,
+    dtd_validation=False,
+    huge_tree=False,
+)
 
 
 def parser() -> etree.XMLParser:
     """The hardened parser of the calling thread (lxml parsers keep per-parse state)."""
     found: etree.XMLParser | None = getattr(_local, "parser", None)
     if found is None:
-        found = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            dtd_validation=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-        )
+        found = _hardened(remove_comments=True, remove_pis=True)
         _local.parser = found
     return found
 
@@ -34,14 +35,8 @@ def parser() -> etree.XMLParser:
 def push_parser(target: object) -> etree.XMLParser:
     """A parser with the same settings feeding ``target`` (an lxml parser target), for a
     document read in chunks; a target sees DOCTYPEs through its ``doctype`` method."""
-    return etree.XMLParser(
-        target=target,  # type: ignore[arg-type]  # the stubs' protocol is stricter than lxml
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-    )
+    # The stubs' protocol for a target is stricter than lxml.
+    return _hardened(target=target)  # type: ignore[arg-type]
 
 
 def dtd_offset(data: bytes) -> int:

@@ -1,12 +1,6 @@
-"""The protocol core's constants and decisions, with no I/O.
-
-The core is four modules that every face (the typed client, the zeep integration, the
-simulator) shares: this one (the SOAP namespaces, the endpoint path, the request headers, and
-whether a failed call may be sent again), :mod:`faxws._protocol.writer` (writing requests),
-:mod:`faxws._protocol.reader` (reading answers into results or faxws errors) and
-:mod:`faxws._protocol.request_reader` (reading requests as the service does). The HTTP stacks map
-their own exceptions in their own modules, each with one table.
-"""
+"""The protocol's constants and decisions, shared by every face (the typed client, the zeep
+integration, the simulator): the SOAP namespaces, the endpoint path, the request headers, and
+whether a failed call may be sent again."""
 
 from __future__ import annotations
 

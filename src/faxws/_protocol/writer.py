@@ -185,9 +185,7 @@ class _Writer:
                 for item in items:
                     if type(item) is not str:
                         if not isinstance(item, str):
-                            raise _RefusedError(
-                                _at(f, items, item), f"must be a str, not {type(item).__name__}"
-                            )
+                            raise _not_a("a str", f, items, item)
                         item = str.__str__(item)
                     if not item:
                         ap(empty)
@@ -213,9 +211,7 @@ class _Writer:
                     if type(item) is not int and (
                         isinstance(item, bool) or not isinstance(item, int)
                     ):
-                        raise _RefusedError(
-                            _at(f, items, item), f"must be an int, not {type(item).__name__}"
-                        )
+                        raise _not_a("an int", f, items, item)
                     number = int.__int__(item)  # its value, whatever a subclass says
                     if not low_value <= number <= high_value:
                         raise _RefusedError(
@@ -226,18 +222,14 @@ class _Writer:
             elif kind == _BOOL:
                 for item in items:
                     if not isinstance(item, bool):
-                        raise _RefusedError(
-                            _at(f, items, item), f"must be a bool, not {type(item).__name__}"
-                        )
+                        raise _not_a("a bool", f, items, item)
                     ap(f"{open_}{'true' if item else 'false'}{close}")
             else:  # _BINARY: flushed here, encoded now (small bytes) or while sending
                 for item in items:
                     if isinstance(item, (bytes, bytearray)):
                         item = BytesSource(item)
                     elif not callable(getattr(item, "open", None)):
-                        raise _RefusedError(
-                            _at(f, items, item), f"must be bytes, not {type(item).__name__}"
-                        )
+                        raise _not_a("bytes", f, items, item)
                     ap(open_)
                     parts.append("".join(buf).encode())
                     buf.clear()
@@ -312,6 +304,10 @@ def _at(f: XmlField, items: Any, item: object) -> str:
         return f"/{f.name}"
     position = next(i for i, x in enumerate(items, 1) if x is item)
     return f"/{f.name}[{position}]"
+
+
+def _not_a(what: str, f: XmlField, items: Any, item: object) -> _RefusedError:
+    return _RefusedError(_at(f, items, item), f"must be {what}, not {type(item).__name__}")
 
 
 def _occurs(n: int, low: int, high: int | None) -> str:

@@ -1,16 +1,13 @@
-"""The ``faxws`` command line: send, report, serve, validate.
+"""The ``faxws`` command line: send, report, serve, validate (exit codes: ``EXIT_CODES_HELP``).
 
-Exit codes: 0 success, 1 service error or fault, 2 bad usage or bad input, 3 authentication,
-4 transport, 5 the request reached the service (or may have) and then the command failed (its
-output could not be written), 130 interrupted (Ctrl-C). Errors go to stderr in one line, with
-the request id; with ``--json`` every outcome, usage errors included, is also one JSON object on
-stdout. Secrets (PIN, token, client secret) are never printed, also not with ``--verbose`` and
-not in usage errors. Output cannot fail on encoding, and a stream that cannot be written (a
-closed pipe, a full disk) ends the run with one line, never a traceback.
+Errors go to stderr in one line, with the request id; with ``--json`` every outcome, usage
+errors included, is also one JSON object on stdout. Secrets (PIN, token, client secret) are
+never printed, also not with ``--verbose`` and not in usage errors. Output cannot fail on
+encoding, and a stream that cannot be written ends the run with one line, never a traceback.
 
 Only the standard library is imported at start, so ``faxws --help`` stays fast; each command's
-module (``_send``, ``_report``, ``_serve``, ``_validate``) imports what its ``run`` needs;
-``_client`` builds the client from the settings and ``_output`` writes every outcome.
+module imports what its ``run`` needs; ``_client`` builds the client, ``_output`` writes every
+outcome.
 """
 
 from __future__ import annotations
