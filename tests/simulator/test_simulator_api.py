@@ -225,7 +225,10 @@ def test_faults_are_injected_for_an_operation(faxws_simulator: FaxWSSimulator) -
         ),
         ({"fault": "html_500", "times": 0}, "times must be a whole number of at least 1, not 0"),
         ({"fault": "html_500", "times": "2"}, "times must be a whole number"),
-        ({"fault": "html_500", "operation": "GetFaxCoverList"}, "unknown operation 'GetFaxCoverList'"),
+        (
+            {"fault": "html_500", "operation": "GetFaxCoverList"},
+            "unknown operation 'GetFaxCoverList'",
+        ),
         (
             {"fault": "close_before_read", "operation": "SendFax"},
             "close_before_read cannot be limited to one operation",
