@@ -75,27 +75,6 @@ class Sent:
     time-out, not one per call.
     """
 
-    __slots__ = (
-        "_connect_timeout",
-        "_deadline",
-        "_handle",
-        "_loop",
-        "_phase",
-        "_read_timeout",
-        "_response",
-        "_sockets",
-        "_used",
-        "armed",
-        "document_error",
-        "expired",
-        "handed",
-        "precise",
-        "protocol",
-        "streamed",
-        "transport",
-        "written",
-    )
-
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,

@@ -32,11 +32,9 @@ class ClientOptions:
     :func:`faxws.zeep.make_client`, each checked once, here (a
     :class:`~faxws.BadInputError` names the field).
 
-    Pass it as ``options=``. The clients also take the fields from ``timeout`` to
-    ``max_response_bytes`` (but ``retry_random``) as keyword arguments of their own, but not
-    both ways at once: a field given both as a keyword argument and in ``options`` is
-    refused, so that no reader has to know which one wins. A changed copy is
-    ``dataclasses.replace(options, timeout=5)``.
+    Pass it as ``options=``, or its fields but ``retry_random`` as the clients' keyword
+    arguments: not both ways at once, so that no reader has to know which one wins. A
+    changed copy is ``dataclasses.replace(options, timeout=5)``.
 
     Attributes:
         timeout: seconds, or (connect, read) seconds: finite, above 0 and at most a week.
@@ -65,19 +63,16 @@ class ClientOptions:
             counts as 1; below 0, or NaN, as 0). ``lambda: 1.0`` waits each whole bound,
             e.g. in tests.
         max_connections: the connections kept open (1 to 1024), or None for the client's
-            own default: 32 for FaxClient and make_client (one for each of up to 32 threads
-            sharing it; more threads work too, but open connections that are closed after
-            use), 16 for AsyncFaxClient.
+            own default: 32 for FaxClient and make_client (one per thread sharing it), 16 for
+            AsyncFaxClient.
         max_response_bytes: answers larger than this (1024 to 2**40 bytes, default 10 MiB)
             are refused, whatever the transport.
         transport: None for faxws's own HTTP transport, or one of the caller's (see
             :mod:`faxws.transport`): a :class:`~faxws.transport.SyncTransport` for FaxClient
             and make_client, an :class:`~faxws.transport.AsyncTransport` for
             AsyncFaxClient, such as :class:`~faxws.transport.MockTransport`, which is both.
-            ``timeout``, ``verify``, ``proxies`` and ``max_connections`` are settings of
-            faxws's own transport; retries, authentication, request ids, the size limit and
-            the reading of answers apply whatever the transport. The client closes the
-            transport when it is closed.
+            ``timeout``, ``verify``, ``proxies`` and ``max_connections`` set faxws's own
+            transport. The client closes the transport when it is closed.
     """
 
     timeout: tuple[float, float]

@@ -529,11 +529,10 @@ class Attempts:
     ) -> None:
         self.name = name
         self.rid = rid
-        self._url = caller.url
+        self._caller = caller
         self._soap_action = soap_action
         self._idempotent = idempotent
         self._options = caller.options
-        self._credentials = caller.credentials
         self._cap = max(MAX_RETRY_DELAY, caller.options.retry_backoff)
         self._random = caller.options.retry_random or random.random
         self.attempt = 0
@@ -552,12 +551,12 @@ class Attempts:
             "%s request_id=%s POST %s (%d bytes, attempt %d)",
             self.name,
             self.rid,
-            self._url,
+            self._caller.url,
             size,
             self.attempt + 1,
         )
         headers = request_headers(self.rid, token, self._soap_action)
-        request = Request(self._url, headers, body, size, self.rid)
+        request = Request(self._caller.url, headers, body, size, self.rid)
         self.requests.append(request)
         return request
 
@@ -609,13 +608,13 @@ class Attempts:
                 raw.status,
                 len(raw.content),
                 raw.elapsed,
-                None if activity is None else self._credentials.redact(activity),
+                None if activity is None else self._caller.credentials.redact(activity),
             )
         return raw
 
     def wants_refresh(self, raw: Response) -> bool:
         """After a 401, once per call, when a token provider can be asked again."""
-        if raw.status == 401 and self._credentials.refreshable and not self.refreshed:
+        if raw.status == 401 and self._caller.credentials.refreshable and not self.refreshed:
             self.refreshed = True
             return True
         return False
