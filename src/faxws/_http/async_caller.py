@@ -23,6 +23,12 @@ from faxws.errors import FaxWSError
 __all__ = ["AsyncCaller"]
 
 T = TypeVar("T")
+#: How a cancelled call ended, before or after a byte of its request was written.
+_CANCELLED = (
+    "before any byte of the request was written (maybe_delivered=False)",
+    "after bytes of the request were written: it may have been delivered "
+    "(maybe_delivered=True); check before sending it again",
+)
 
 
 async def _off_loop(work: Callable[[], T], abandoned: Callable[[T | None], None]) -> T:
@@ -174,9 +180,8 @@ class AsyncCaller(Caller[AsyncTransport]):
             documents = (
                 _Documents(None, whole) if whole is not None else await _Documents.open(body)
             )
-            pin = credentials.mode == "pin"
             while True:
-                token = None if pin else await credentials.bearer_token_async(rid)
+                token = await credentials.bearer_token_async(rid)
                 request = attempts.request(token, documents.body, documents.size)
                 try:
                     raw = await self.transport.post_async(request)
@@ -193,21 +198,7 @@ class AsyncCaller(Caller[AsyncTransport]):
                         return raw
                 await self.wait(delay)
         except asyncio.CancelledError:
-            if attempts.written:
-                logger.warning(
-                    "%s request_id=%s cancelled after bytes of the request were written: it "
-                    "may have been delivered (maybe_delivered=True); check before sending it "
-                    "again",
-                    name,
-                    rid,
-                )
-            else:
-                logger.warning(
-                    "%s request_id=%s cancelled before any byte of the request was written "
-                    "(maybe_delivered=False)",
-                    name,
-                    rid,
-                )
+            logger.warning("%s request_id=%s cancelled %s", name, rid, _CANCELLED[attempts.written])
             raise
         finally:
             if documents is not None:

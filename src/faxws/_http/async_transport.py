@@ -38,8 +38,8 @@ from urllib3.util.wait import wait_for_read
 
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
+    HEADERS,
     MAX_INTERIM_RESPONSES,
-    USER_AGENT,
     BodyLimit,
     Failures,
     Request,
@@ -559,12 +559,8 @@ class AsyncHttpTransport:
                 "an https:// proxy for an https service needs TLS inside TLS, which asyncio "
                 "has from Python 3.11; use an http:// proxy URL (the tunnel is still TLS)",
             )
-        # As requests sends them (keep-alive, for HTTP/1.0 servers and proxies).
-        self._headers = {
-            "User-Agent": USER_AGENT,
-            "Accept-Encoding": "gzip, deflate",
-            "Connection": "keep-alive",
-        }
+        # Keep-alive as requests asks it, for HTTP/1.0 servers and proxies.
+        self._headers = {**HEADERS, "Connection": "keep-alive"}
         # A proxy's credentials go to the proxy only: in a tunnel's CONNECT, or with each
         # request it forwards over plain http.
         self._proxy_headers: dict[str, str] | None = None

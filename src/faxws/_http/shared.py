@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "HEADERS",
     "MAX_INTERIM_RESPONSES",
-    "USER_AGENT",
     "AsyncTransport",
     "Attempts",
     "BodyLimit",
@@ -68,7 +68,8 @@ __all__ = [
     "trust_of",
 ]
 
-USER_AGENT = f"faxws/{__version__}"
+#: The headers faxws's own transports add to every request.
+HEADERS = {"User-Agent": f"faxws/{__version__}", "Accept-Encoding": "gzip, deflate"}
 #: (connect, read) seconds.
 Timeout = float | tuple[float, float]
 DEFAULT_TIMEOUT: tuple[float, float] = (10.0, 60.0)

@@ -29,8 +29,8 @@ from urllib3.util.wait import wait_for_read
 
 from faxws._http.options import ClientOptions
 from faxws._http.shared import (
+    HEADERS,
     MAX_INTERIM_RESPONSES,
-    USER_AGENT,
     BodyLimit,
     Failures,
     Request,
@@ -525,8 +525,7 @@ class HttpTransport:
         session = self._new_session()
         # requests' defaults otherwise (Connection: keep-alive, for HTTP/1.0 servers and
         # proxies); Accept-Encoding is the async client's, whatever decoders are installed.
-        session.headers["User-Agent"] = USER_AGENT
-        session.headers["Accept-Encoding"] = "gzip, deflate"
+        session.headers.update(HEADERS)
         # Prepared once and sent to the adapter itself: no per-call merging of settings, no
         # hooks, redirect check or cookie jar (shared by all threads, behind one lock).
         self._template = requests.Request("POST", url, headers=dict(session.headers)).prepare()
