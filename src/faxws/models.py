@@ -4,6 +4,7 @@ argument at fault)."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import io
 import os
@@ -61,25 +62,21 @@ class FileType(enum.IntEnum):
 #: File name extensions whose type is unambiguous. TIFF is not here: G3, G4 and colour TIFF
 #: have different ids and the extension does not tell them apart.
 EXTENSION_TYPES: dict[str, FileType] = {
-    ".pdf": FileType.PDF,
-    ".doc": FileType.WORD,
-    ".docx": FileType.WORD,
-    ".rtf": FileType.RTF,
-    ".xls": FileType.EXCEL,
-    ".xlsx": FileType.EXCEL,
-    ".ppt": FileType.POWERPOINT,
-    ".pptx": FileType.POWERPOINT,
-    ".txt": FileType.TEXT,
-    ".vsd": FileType.VISIO,
-    ".vsdx": FileType.VISIO,
-    ".gif": FileType.GIF,
-    ".jpg": FileType.JPEG,
-    ".jpeg": FileType.JPEG,
-    ".htm": FileType.HTML,
-    ".html": FileType.HTML,
-    ".mht": FileType.HTML,
-    ".mhtml": FileType.HTML,
-    ".png": FileType.PNG,
+    f".{extension}": file_type
+    for file_type, extensions in (
+        (FileType.PDF, "pdf"),
+        (FileType.WORD, "doc docx"),
+        (FileType.RTF, "rtf"),
+        (FileType.EXCEL, "xls xlsx"),
+        (FileType.POWERPOINT, "ppt pptx"),
+        (FileType.TEXT, "txt"),
+        (FileType.VISIO, "vsd vsdx"),
+        (FileType.GIF, "gif"),
+        (FileType.JPEG, "jpg jpeg"),
+        (FileType.HTML, "htm html mht mhtml"),
+        (FileType.PNG, "png"),
+    )
+    for extension in extensions.split()
 }
 
 
@@ -210,11 +207,8 @@ class FaxFile:
 
     def read_bytes(self) -> bytes:
         """The whole document (reads it into memory)."""
-        opened = open_all([self._content])
-        try:
+        with contextlib.closing(open_all([self._content])) as opened:
             return b"".join(opened.readers[0].chunks(1 << 20))
-        finally:
-            opened.close()
 
     def __repr__(self) -> str:
         try:

@@ -116,15 +116,6 @@ def _call_read(read: Callable[[int], Any], n: int, name: str) -> bytes:
     return data
 
 
-def _rewind(stream: BinaryIO, position: int, name: str) -> None:
-    try:
-        stream.seek(position)
-    except Exception as exc:
-        raise DocumentError(
-            f"{name} cannot be rewound: {type(exc).__name__}: {exc}", document=name
-        ) from None
-
-
 # -- bytes ------------------------------------------------------------------------------------
 
 
@@ -238,7 +229,12 @@ class _FileReader:
         self._owned = owned
 
     def chunks(self, chunk_size: int) -> Iterator[bytes]:
-        _rewind(self._fh, self._start, self._name)
+        try:
+            self._fh.seek(self._start)
+        except Exception as exc:
+            raise DocumentError(
+                f"{self._name} cannot be rewound: {type(exc).__name__}: {exc}", document=self._name
+            ) from None
         return _exact(self._fh.read, self.size, chunk_size, self._name)
 
     def close(self) -> None:

@@ -1,10 +1,6 @@
-"""Reading responses: a hardened XML parse, SOAP faults, and the payload as a generated class.
-
-A response is untrusted input. The parser never loads a DTD, expands an entity or touches the
-network or the file system; a document with a DOCTYPE is refused before parsing; size and
-nesting depth are bounded (libxml2's defaults without ``huge_tree``). Everything that goes
-wrong surfaces as a :class:`~faxws.errors.FaxWSError`, never as an lxml exception.
-"""
+"""Reading responses: a hardened XML parse (:mod:`.safexml`), SOAP faults, and the payload as
+a generated class. A response is untrusted input: everything that goes wrong surfaces as a
+:class:`~faxws.errors.FaxWSError`, never as an lxml exception."""
 
 from __future__ import annotations
 
@@ -327,16 +323,13 @@ def body_excerpt(content: bytes, redact: Redact) -> str:
     return excerpt(redact(decode_text(content[:4000])))
 
 
-def payload_of(
-    status: int, content: bytes, rid: str, redact: Redact, root: etree._Element | None = None
-) -> etree._Element:
+def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:
     """The element inside the SOAP Body of a successful answer, or the error the answer
     means: AuthenticationError (401/403), SoapFaultError, HTTPStatusError (an error status
-    without a fault), ProtocolError (not a readable SOAP answer). ``root``: the answer's
-    document element, when lxml parsed it already."""
+    without a fault), ProtocolError (not a readable SOAP answer)."""
     payload: etree._Element | None = None
     try:
-        payload = soap_payload(parse_document(content) if root is None else root)
+        payload = soap_payload(parse_document(content))
     except ReadError as exc:
         unreadable = exc.message
     fault = None if payload is None else fault_of(payload)

@@ -1,10 +1,7 @@
-"""The request's wire form: headers and the SOAP envelope, byte for byte as the contract shows.
-
-zeep's own serialization differs from the documented form (prefixes, declaration quotes,
-Content-Type, no Header element), so the envelope is written here from the generated bindings'
-description of each element. base64 file content is encoded while sending, in chunks, so a
-request with a large document costs memory of the order of one chunk, not of the document.
-"""
+"""The SOAP envelope byte for byte as the contract shows it (zeep's own serialization differs:
+prefixes, declaration quotes, no Header element), written from the generated bindings'
+description of each element. Documents are base64-encoded while sending, in chunks, so a large
+one costs memory of the order of one chunk."""
 
 from __future__ import annotations
 
@@ -19,6 +16,7 @@ from typing import Any, TypeVar, cast
 
 from lxml import etree
 
+from faxws._protocol.checks import describe_char
 from faxws._protocol.content import BytesSource, Opened, Reader, Source, open_all, streams_of
 from faxws._protocol.soap import SOAP11_NS
 from faxws._protocol.xsd import (
@@ -236,21 +234,17 @@ class _Writer:
                     if (
                         item.__class__ is BytesSource
                         and item.size <= INLINE_LIMIT
-                        and _written(parts) + base64_length(item.size) <= STREAM_THRESHOLD
+                        and sum(len(p) for p in parts if isinstance(p, bytes))
+                        + base64_length(item.size)
+                        <= STREAM_THRESHOLD
                     ):
-                        # Bytes in memory are what they are now: a body of bytes alone is
-                        # sent without opening, measuring or reading any document. Only
-                        # while the body stays one that is sent whole anyway: a larger one
-                        # streams, each part within the time-out.
+                        # Encoded now while the body stays one sent whole anyway (a larger one
+                        # streams, each part within the time-out): a body of bytes alone is
+                        # sent without opening, measuring or reading any document.
                         parts.append(binascii.b2a_base64(item.data, newline=False))
                     else:
                         parts.append(item)
                     ap(close)
-
-
-def _written(parts: list[Part]) -> int:
-    """How many bytes of the body are written out already."""
-    return sum(len(p) for p in parts if isinstance(p, bytes))
 
 
 #: Element names the made rows writer takes as they are (any XML name from a WSDL elsewhere).
@@ -354,16 +348,15 @@ class Body:
 
     @property
     def whole(self) -> bytes | None:
-        """The whole body when it holds no document to open (none, or only small ones in
-        memory, encoded already), else None."""
+        """The whole body when it has no document to open (small ones in memory are encoded
+        already), else None."""
         if all(p.__class__ is bytes for p in self._parts):
             return b"".join(self._parts)  # type: ignore[arg-type]
         return None
 
     @property
     def in_memory(self) -> bool:
-        """Whether every document is bytes in memory: opening and reading the body touches no
-        file."""
+        """Whether every document is bytes in memory (reading the body touches no file)."""
         return all(isinstance(p, (bytes, BytesSource)) for p in self._parts)
 
     def streams(self) -> list[object]:
@@ -411,9 +404,9 @@ class OpenBody:
         self._opened.close()
 
     def __iter__(self) -> Iterator[bytes]:
-        # Whatever a reader does, no more than the announced length is yielded, and the final
-        # part (the envelope's end) only when everything before it had exactly its length: a
-        # body that does not match its Content-Length is never completed.
+        # Whatever a reader does, no more than the announced length is yielded, and the
+        # envelope's end only after exactly the announced bytes: a body that does not match
+        # its Content-Length is never completed.
         sent = 0
         last = len(self._parts) - 1
         for i, part in enumerate(self._parts):
@@ -439,9 +432,8 @@ T = TypeVar("T")
 
 
 def as_values(cls: type[T], values: tuple[Any, ...]) -> T:
-    """``values`` (the field values of ``cls`` in schema order) where the bindings' types
-    expect a ``cls``: the tuple form the writer takes instead of an instance (see
-    :class:`_Writer`). Only the writer reads it."""
+    """``values`` (``cls``'s field values in schema order) where the bindings' types expect a
+    ``cls``: the tuple form only the writer takes instead of an instance."""
     return cast(T, values)
 
 
@@ -452,8 +444,7 @@ def envelope(obj: Any) -> Body:
 
 def envelope_of(cls: type[Any], obj: Any) -> Body:
     """The whole request document for the generated element class ``cls``, from an instance
-    or from the tuple of its field values (where a complex value may again be an instance
-    or a tuple; see :class:`_Writer`)."""
+    or the tuple of its field values."""
     xml: XmlType = cls.__xml__
     buf = [f'<{xml.name} xmlns="{namespace_of(cls)}">']
     parts: list[Part] = [PROLOG]
@@ -469,7 +460,7 @@ def envelope_of(cls: type[Any], obj: Any) -> Body:
     except UnicodeEncodeError as exc:
         # A lone surrogate the checks on the way in should have refused; the error itself
         # holds the whole text written so far (secrets too), so it goes no further.
-        char = f"U+{ord(exc.object[exc.start]):04X}"
+        char = describe_char(exc.object[exc.start])
         refused = BadInputError(f"/{xml.name}", f"contains {char}, which XML cannot carry")
     if refused is not None:
         raise refused  # outside the handler: nothing chained to it
@@ -522,8 +513,7 @@ def _write_element_content(
 
 
 def fault_envelope(code: str, text: str) -> bytes:
-    """A SOAP 1.1 fault answer (``code`` such as ``soap:Client``), in the envelope form of
-    every other document the core writes."""
+    """A SOAP 1.1 fault answer (``code`` such as ``soap:Client``) in the envelope form."""
     return (
         PROLOG
         + (
@@ -535,8 +525,7 @@ def fault_envelope(code: str, text: str) -> bytes:
 
 
 def document(obj: Any) -> bytes:
-    """The whole document for a generated element ``obj`` that holds no document content
-    (an answer), as :func:`envelope` writes it: its bytes at once."""
+    """The bytes of the whole document for a generated element without documents (an answer)."""
     parts = envelope_of(type(obj), obj)._parts
     if len(parts) != 2 or not all(isinstance(p, bytes) for p in parts):
         raise ValueError(f"{type(obj).__name__} holds documents: write it with envelope()")

@@ -91,6 +91,10 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
     """What the simulator says when it starts: where it listens and whom it accepts."""
 
+    from urllib.parse import quote
+
+    token = sim.api_token  # the inbox's address has it when the simulator requires one
+
     def shown(value: str | None) -> str | None:
         # The demo account's values are public; a caller's own secrets are not echoed.
         return value if demo or value is None else "<as given>"
@@ -104,7 +108,7 @@ def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
         "client_id": account.client_id,
         "client_secret": shown(account.client_secret),
         "strict": sim.strict,
-        "inbox_url": _inbox_url(sim),
+        "inbox_url": f"{sim.url}/" + ("" if token is None else f"?token={quote(token, safe='')}"),
         "api_token": sim.api_token,
     }
     if as_json:
@@ -127,11 +131,3 @@ def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
         lines.append(f"  client secret:  {info['client_secret']}")
     lines.append("Press Ctrl-C to stop.")
     return "\n".join(lines)
-
-
-def _inbox_url(sim: Any) -> str:
-    """The inbox's address; with the token when the simulator requires one."""
-    from urllib.parse import quote
-
-    token = sim.api_token
-    return f"{sim.url}/" if token is None else f"{sim.url}/?token={quote(token, safe='')}"
