@@ -21,18 +21,15 @@ __all__ = ["AsyncTransport", "MockTransport", "Request", "Response", "SyncTransp
 
 
 class MockTransport:
-    """A transport that answers every request with ``handler(request)``: a
-    :class:`SyncTransport` and an :class:`AsyncTransport` both (the async client also awaits
-    an async handler).
+    """A :class:`SyncTransport` and an :class:`AsyncTransport` both, answering every request
+    with ``handler(request)`` (awaited by the async client if it is async).
 
     The handler is given the request with its body read whole (bytes), and returns the
     :class:`Response` (its headers are then looked up in any case), or raises what a transport
-    raises: :class:`~faxws.ConnectError` for a request that was not sent (refused,
-    unreachable), :class:`~faxws.TransportError` or :class:`~faxws.RequestTimeoutError` with
-    ``maybe_delivered=True`` for one that may have been. The handler plays the network: a
-    request counts as written (``request.written``) unless the handler raises an error with
-    ``maybe_delivered=False``. Every request handed over is kept in :attr:`requests`, in
-    order.
+    raises: :class:`~faxws.ConnectError` for a request that was not sent,
+    :class:`~faxws.TransportError` with ``maybe_delivered=True`` for one that may have been.
+    The handler plays the network: a request counts as written unless it raises an error with
+    ``maybe_delivered=False``. Every request handed over is kept in :attr:`requests`.
     """
 
     def __init__(self, handler: Callable[[Request], Response | Awaitable[Response]]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
@@ -157,12 +156,9 @@ class _Documents:
 class AsyncCaller(Caller[AsyncTransport]):
     own = AsyncHttpTransport
     needs = "AsyncFaxClient needs an AsyncTransport (an async post_async() returning the answer)"
+    awaits = True
     #: How the caller waits between attempts.
     wait = staticmethod(asyncio.sleep)
-
-    @staticmethod
-    def fits(given: object) -> bool:
-        return inspect.iscoroutinefunction(getattr(given, "post_async", None))
 
     async def close(self) -> None:
         await self.transport.aclose()

@@ -196,8 +196,7 @@ class Sent:
             return
         phase = self._phase
         if phase == "body" and self._response is not None and self._response.connection is None:
-            # The whole answer is in: the connection went back to the pool, where another
-            # attempt may have it (and its timer) already.
+            # The whole answer is in: the pooled connection (and timer) may be another's.
             return
         if self._loop.time() < deadline:  # moved later since the timer was set
             self._arm()
@@ -353,9 +352,8 @@ class _Handler(ResponseHandler):
 
     interim = 0
     answered = False  # has carried a whole answer (and may sit idle in the pool)
-    #: Bytes arrived that no request written on this connection asked for (while it sat
-    #: idle, or before the first byte of the request that holds it): it carries no request
-    #: again, and an attempt that has written nothing moves to another connection.
+    #: Bytes arrived that no request written here asked for (while idle, or before the first
+    #: byte of the request): no request goes on this connection again.
     spoiled = False
     owner: Sent | None = None  # the attempt whose request this connection carries
     watch: asyncio.TimerHandle | None = None  # the timer of the attempts on this connection
@@ -369,8 +367,7 @@ class _Handler(ResponseHandler):
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
-        # The attempt that made the connection: while it sets the connection up, a proxy's
-        # answer to CONNECT is expected.
+        # The attempt setting the connection up, which expects a proxy's answer to CONNECT.
         self.setup = _sent.get()
 
     def data_received(self, data: bytes) -> None:
@@ -381,8 +378,8 @@ class _Handler(ResponseHandler):
         else:
             stale = not owner.written
         if data and stale:
-            # Not an answer to anything written here: a stale or unsolicited answer, a
-            # 408 before an idle close, garbage. Nothing of it may be read as an answer.
+            # A stale or unsolicited answer, a 408 before an idle close, garbage: nothing
+            # written here asked for it, so nothing of it may be read as an answer.
             self.spoiled = True
             if self.transport is not None:
                 self.transport.abort()
@@ -410,8 +407,8 @@ class _Handler(ResponseHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         payload = self._payload
         watched = self.watched
-        # No timer outlives its connection (it would keep it in memory until it fired); an
-        # attempt still under way takes its deadline over.
+        # No timer outlives its connection (and keeps it in memory); an attempt still under
+        # way takes its deadline over.
         if self.watch is not None:
             self.watch.cancel()
             self.watch = None
@@ -582,9 +579,8 @@ class AsyncHttpTransport:
         if self._session is not None and self._loop is loop and not forked:
             return self._session
         if forked:
-            # A child process: the session and its connections are the parent's. Kept for
-            # ever, never closed or collected: closing takes the parent's sockets off the
-            # epoll set both processes share.
+            # The parent's session, kept for ever: closing it (or collecting it) would take
+            # the parent's sockets off the epoll set both processes share.
             if self._session is not None:
                 _INHERITED.append(self._session)
             self._session, self._loop, self._forks = None, None, forks()
@@ -696,8 +692,8 @@ class AsyncHttpTransport:
     ) -> aiohttp.ClientResponse:
         sent.precise = self._precise
         sent.streamed = not isinstance(body, bytes)
-        # A pooled connection the server closed (or wrote to) while idle is replaced, as often
-        # as the pool may hold such connections; nothing was written to it.
+        # A pooled connection spoiled while idle is replaced, as often as the pool may hold
+        # such connections (nothing was written to it).
         tries = 0
         while True:
             data = body if isinstance(body, bytes) else self._chunks(body, sent)

@@ -129,27 +129,21 @@ class ClientOptions:
                 "must be a SyncTransport (with post()) or an AsyncTransport (with "
                 f"post_async()), not {type(transport).__name__}",
             )
-        for name, value in (
-            ("timeout", check_timeout("timeout", timeout)),
-            ("verify", check_verify("verify", verify)),
-            ("proxies", checked_proxies),
-            ("allow_insecure_http", allow_insecure_http),
-            ("retries", checked_retries),
-            ("retry_backoff", float(retry_backoff)),
-            ("retry_random", retry_random),
-            (
-                "max_connections",
-                None
-                if max_connections is None
-                else check_int("max_connections", max_connections, 1, 1024),
-            ),
-            (
-                "max_response_bytes",
-                check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
-            ),
-            ("transport", transport),
-        ):
-            object.__setattr__(self, name, value)
+        # Frozen: set past its __setattr__, every value checked before any is set.
+        self.__dict__.update(
+            timeout=check_timeout("timeout", timeout),
+            verify=check_verify("verify", verify),
+            proxies=checked_proxies,
+            allow_insecure_http=allow_insecure_http,
+            retries=checked_retries,
+            retry_backoff=float(retry_backoff),
+            retry_random=retry_random,
+            max_connections=None
+            if max_connections is None
+            else check_int("max_connections", max_connections, 1, 1024),
+            max_response_bytes=check_int("max_response_bytes", max_response_bytes, 1024, 2**40),
+            transport=transport,
+        )
 
     def __repr__(self) -> str:
         # A proxy URL may carry credentials: shown without them.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import email.utils
+import inspect
 import logging
 import math
 import os
@@ -105,21 +106,14 @@ class Response:
 
 @dataclass(eq=False, slots=True)
 class Request:
-    """One attempt of a call, as a transport is given it.
-
-    Attributes:
-        url: the service endpoint (the client's, for every request).
-        headers: the contract's headers (``Content-Type``, ``SOAPAction``,
-            ``x-ch-request-id``, and ``Authorization`` in OAuth 2.0 mode). The transport
-            adds its own framing (``Content-Length``: ``size``) and may add others.
-        body: the SOAP envelope: bytes, or for large documents their chunks, read afresh
-            each time the body is iterated (an iterable of bytes for a
-            :class:`SyncTransport`, an async iterable for an :class:`AsyncTransport`).
-        size: the body's length in bytes.
-        request_id: the call's ``x-ch-request-id``, for the errors the transport raises.
-        written: set by the transport once any byte of the request was written (or handed
-            on): whether the request may have been delivered, whatever its error says.
-    """
+    """One attempt of a call, as a transport is given it: the service ``url``; the contract's
+    ``headers`` (``Content-Type``, ``SOAPAction``, ``x-ch-request-id``, ``Authorization`` in
+    OAuth 2.0 mode), to which the transport adds its framing (``Content-Length``: ``size``);
+    the SOAP envelope as ``body``, bytes or, for large documents, chunks read afresh each
+    time it is iterated (asynchronously for an :class:`AsyncTransport`); the call's
+    ``request_id``, for the errors the transport raises; and ``written``, set by the
+    transport once any byte of the request was written (or handed on): whether the request
+    may have been delivered, whatever its error says."""
 
     url: str
     headers: Mapping[str, str]
@@ -657,6 +651,8 @@ class Caller(Generic[TransportT]):
     own: ClassVar[type[Any]]
     #: What a transport given in the options must be, as the error refusing one says.
     needs: ClassVar[str]
+    #: Whether the caller awaits the transport's ``post_async()``, or calls its ``post()``.
+    awaits: ClassVar[bool]
 
     def __init__(self, url: str, credentials: Credentials, options: ClientOptions) -> None:
         if url.startswith("http:") and not options.allow_insecure_http:
@@ -665,16 +661,12 @@ class Caller(Generic[TransportT]):
         self.credentials = credentials
         self.options = options
         given = options.transport
+        post = getattr(given, "post_async" if self.awaits else "post", None)
         if given is None:
             given = self.own(url, options, credentials.redact)
-        elif not self.fits(given):
+        elif not callable(post) or inspect.iscoroutinefunction(post) != self.awaits:
             raise BadInputError("transport", f"{self.needs}, not {type(given).__name__}")
         self.transport = cast(TransportT, given)
-
-    @staticmethod
-    def fits(given: object) -> bool:
-        """Whether ``given`` is a transport of the stack's kind."""
-        raise NotImplementedError
 
 
 def _refuse_plain_proxy(proxies: Mapping[str, str]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from inspect import iscoroutinefunction
 
 from faxws._http.shared import Attempts, Caller, Response, SyncTransport
 from faxws._http.sync_transport import HttpTransport
@@ -17,13 +16,9 @@ __all__ = ["SyncCaller"]
 class SyncCaller(Caller[SyncTransport]):
     own = HttpTransport
     needs = "FaxClient and make_client need a SyncTransport (a post() returning the answer)"
+    awaits = False
     #: How the caller waits between attempts.
     wait = staticmethod(time.sleep)
-
-    @staticmethod
-    def fits(given: object) -> bool:
-        post = getattr(given, "post", None)
-        return callable(post) and not iscoroutinefunction(post)
 
     def close(self) -> None:
         self.transport.close()
