@@ -157,8 +157,6 @@ class _ClientBase(Generic[TokenT]):
         name = type(self).__name__
         return f"{name}(url={self._url!r}, user_id={self._user_id!r}, auth={self._auth!r})"
 
-    # -- building requests ----------------------------------------------------------------
-
     def _send_fax_request(
         self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
     ) -> tuple[SendFax, int]:
@@ -206,8 +204,6 @@ class _ClientBase(Generic[TokenT]):
         except BadInputError as exc:
             exc.request_id = rid
             raise
-
-    # -- reading answers ------------------------------------------------------------------
 
     def _read(self, operation: Operation[Any, ResponseT], raw: Response, rid: str) -> ResponseT:
         return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
@@ -283,8 +279,6 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- operations -------------------------------------------------------------------------
-
     def send_fax(
         self,
         recipients: Sequence[Recipient | str],
@@ -328,8 +322,6 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
             request = self._report_request(job_id, recipient_type, recip_address)
             _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
             return self._report_result(rid, request, raw)
-
-    # -- the exchange -----------------------------------------------------------------------
 
     def _call(
         self,
@@ -384,8 +376,6 @@ class AsyncFaxClient(_ClientBase[Token]):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    # -- operations -------------------------------------------------------------------------
 
     async def send_fax(
         self,

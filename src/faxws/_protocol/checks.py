@@ -1,7 +1,5 @@
-"""Checks of single values, shared by the models, the client and the simulator.
-
-Each check raises :class:`~faxws.errors.BadInputError` naming the field and the problem.
-"""
+"""Checks of single values, shared by the models, the client and the simulator: each raises
+:class:`~faxws.errors.BadInputError` naming the field and the problem."""
 
 from __future__ import annotations
 
@@ -71,11 +69,9 @@ def check_request_id(value: object) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """True for exactly ``localhost`` and literal loopback addresses (127.0.0.0/8, ::1).
-
-    Other names, ``*.localhost`` included, resolve through DNS to wherever DNS says, so
-    plain http to them could carry a PIN off the machine.
-    """
+    """True for exactly ``localhost`` and literal loopback addresses (127.0.0.0/8, ::1). Other
+    names, ``*.localhost`` included, resolve through DNS to wherever DNS says, so plain http
+    to them could carry a PIN off the machine."""
     name = host.lower().strip("[]")
     if name == "localhost":
         return True

@@ -116,9 +116,6 @@ def _call_read(read: Callable[[int], Any], n: int, name: str) -> bytes:
     return data
 
 
-# -- bytes ------------------------------------------------------------------------------------
-
-
 class BytesSource:
     """Bytes already in memory (no copy)."""
 
@@ -150,9 +147,6 @@ class BytesSource:
 
     def close(self) -> None:
         pass
-
-
-# -- paths ------------------------------------------------------------------------------------
 
 
 def open_regular(path: Path) -> BinaryIO:
@@ -243,9 +237,6 @@ class _FileReader:
             return
         with contextlib.suppress(Exception):
             self._fh.seek(self._start)
-
-
-# -- file objects -----------------------------------------------------------------------------
 
 
 class BusyError(Exception):
@@ -355,9 +346,6 @@ class StreamSource:
             )
         self._size = size
         return _FileReader(self.stream, self._start, size, self.name, owned=False)
-
-
-# -- opening a request's documents together ---------------------------------------------------
 
 
 class Opened:

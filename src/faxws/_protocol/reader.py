@@ -301,8 +301,6 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
     raise _misfit(element, f" has the unsupported type xs:{xsd_type}")
 
 
-# -- answers: the result, or the faxws error the answer means ----------------------------
-
 Redact = Callable[[str], str]
 
 

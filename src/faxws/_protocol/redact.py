@@ -1,9 +1,8 @@
 """Removing secrets from text, in every form a peer or a formatter may have given them.
 
-A server that echoes a PIN back may XML-escape it; a token endpoint may URL-encode a client
-secret; ``repr`` and JSON escape quotes, backslashes and tabs. Masking only the raw string
-would let those forms through, so every place that shows text it did not write (error
-messages, logs, the CLI, the simulator's records) masks through :func:`redact`.
+A server may echo a PIN XML-escaped, a token endpoint a client secret URL-encoded; ``repr``
+and JSON escape quotes, backslashes and tabs. So every place that shows text it did not write
+(error messages, logs, the CLI, the simulator's records) masks through :func:`redact`.
 
 It decodes the text once into a canonical form (XML character and entity references,
 percent-encoded UTF-8 or Latin-1 bytes, JSON and Python backslash escapes each become the
@@ -64,8 +63,7 @@ def _spelled(token: str) -> str:
 
 def _canonical(text: str, escape: re.Pattern[str]) -> tuple[str, list[int], list[int]]:
     """``text`` with the escapes ``escape`` matches decoded, and for each character the span
-    of ``text`` it came from (a multi-character escape maps all its characters to the whole
-    escape)."""
+    of ``text`` it came from (the whole escape, for each character an escape spells)."""
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []

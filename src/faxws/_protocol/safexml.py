@@ -1,9 +1,7 @@
-"""The ways faxws parses XML it did not write: responses, and documents to validate.
-
-A document with a DOCTYPE or an entity declaration is refused before it reaches the parser,
-so no DTD is read and no entity is declared, expanded or fetched. The parser itself forbids
-network access and keeps libxml2's size and depth limits (no ``huge_tree``).
-"""
+"""The ways faxws parses XML it did not write: responses, and documents to validate. A DOCTYPE
+or entity declaration is refused before the parser sees it, so no DTD is read and no entity
+declared, expanded or fetched; the parser forbids network access and keeps libxml2's size and
+depth limits (no ``huge_tree``)."""
 
 from __future__ import annotations
 

@@ -51,11 +51,8 @@ def new_request_id() -> str:
 def request_headers(
     request_id: str, bearer_token: str | None, soap_action: str = ""
 ) -> dict[str, str]:
-    """The contract's request headers (the HTTP stack adds Content-Length from the body).
-
-    An empty soapAction is sent as an empty value, as the contract shows; any other is quoted,
-    as SOAP 1.1 requires.
-    """
+    """The contract's request headers (the HTTP stack adds Content-Length): an empty soapAction
+    is sent empty, as the contract shows; any other is quoted, as SOAP 1.1 requires."""
     if any(not 0x20 <= ord(c) <= 0x7E or c == '"' for c in soap_action):
         raise BadInputError("soapAction", "must be printable ASCII without quotes (from the WSDL)")
     out = {
@@ -71,11 +68,9 @@ def request_headers(
 def may_retry(
     *, idempotent: bool, error: FaxWSError | None = None, status: int | None = None
 ) -> bool:
-    """Whether a failed attempt may be sent again (within the caller's retry budget).
-
-    A failure before any byte was written is always safe to repeat; after that, only an
-    idempotent call is repeated, after a transport failure or a gateway's 502/503/504.
-    """
+    """Whether a failed attempt may be sent again (within the caller's retry budget): always
+    before any byte was written; after that, only an idempotent call, after a transport
+    failure or a gateway's 502/503/504."""
     if error is not None:
         return idempotent or not error.maybe_delivered
     return idempotent and status in RETRY_STATUSES

@@ -1,9 +1,6 @@
-"""Runtime description of XML Schema types, as used by the generated :mod:`faxws.bindings`.
-
-The generated classes carry an :class:`XmlType` each; the wire writer, the response reader and
-the input checks walk that description instead of keeping their own lists of element names,
-types and orders.
-"""
+"""Runtime description of XML Schema types: each generated class in :mod:`faxws.bindings`
+carries an :class:`XmlType`, which the writer, the reader and the checks walk instead of keeping
+their own lists of element names, types and orders."""
 
 from __future__ import annotations
 
@@ -27,19 +24,17 @@ BinaryContent = Source
 
 @dataclass(frozen=True, slots=True)
 class XmlField:
-    """One child element of a complex type, in schema order."""
+    """One child element of a complex type, in schema order: its attribute on the generated
+    class, its local name, its built-in XML Schema type ("string", "int", ..., or "" for a
+    complex one) or generated class, and its occurrences (``max_occurs`` None for unbounded;
+    other than 1, the field holds a tuple)."""
 
     attr: str
-    """Python attribute name on the generated class."""
     name: str
-    """Local element name (namespace :data:`NAMESPACE`)."""
     xsd_type: str
-    """Built-in XML Schema type ("string", "int", ...), or "" for a complex type."""
     complex_type: type[Any] | None
-    """The generated class of a complex child, else None."""
     min_occurs: int
     max_occurs: int | None
-    """None for unbounded; a field with max_occurs other than 1 holds a tuple."""
 
     @property
     def repeated(self) -> bool:

@@ -265,9 +265,6 @@ def _main(words: list[str], out: Outcome) -> int:
         return out.internal(exc, verbose=bool(getattr(args, "verbose", False)))
 
 
-# -- argparse messages without values -------------------------------------------------------
-
-
 def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     out: list[argparse.Action] = []
     for action in parser._actions:
