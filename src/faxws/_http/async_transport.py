@@ -55,8 +55,6 @@ from faxws.errors import BadInputError, DocumentError, FaxWSError, excerpt
 
 __all__ = ["AsyncBody", "AsyncHttpTransport", "Sent", "counts_at_socket"]
 
-DEFAULT_ASYNC_MAX_CONNECTIONS = 16
-
 #: A request body: bytes, or chunks that start afresh each time they are iterated.
 AsyncBody = bytes | AsyncIterable[bytes]
 
@@ -69,11 +67,9 @@ class Sent:
     limit of its phase (``pool``, ``connect``, ``send``, ``head``, ``body``, ``done``). A limit
     that passes records the phase in ``expired`` and aborts the connection.
 
-    One timer serves every phase: moving the deadline later only records it, and a timer
-    that fires early sets itself again. Once connected, the timer is the connection's, kept
-    from one attempt to the next: a connection in steady use makes about one timer per read
-    time-out, not one per call.
-    """
+    One timer serves every phase (a later deadline is only recorded; a timer firing early
+    sets itself again), once connected the connection's, kept from attempt to attempt: about
+    one timer per read time-out on a connection in steady use, not one per call."""
 
     def __init__(
         self,
@@ -270,8 +266,7 @@ _send = socket.socket.send
 
 def counts_at_socket(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``loop`` writes through the socket objects (asyncio's selector loops do; uvloop
-    and the Windows proactor loop do not, and then every attempt that got a connection counts
-    as written)."""
+    and the Windows proactor loop do not)."""
     return isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop)
 
 
@@ -292,9 +287,8 @@ class _StaleConnectionError(Exception):
 
 
 def _has_input(transport: asyncio.BaseTransport) -> bool:
-    """Whether an idle connection has anything to read: only a close (or a broken server)
-    can have put it there, so the next request must go on a new connection (as urllib3
-    checks it; a closed socket counts as having input)."""
+    """Whether an idle connection has anything to read (or is closed): only a close or a
+    broken server can have put it there, so the request goes on a new connection."""
     sock = transport.get_extra_info("socket")
     if sock is None:
         return False
@@ -305,8 +299,7 @@ def _has_input(transport: asyncio.BaseTransport) -> bool:
 
 
 class _Request(aiohttp.ClientRequest):
-    """Starts the request's part of the attempt: the connection is set up, so every byte
-    written from here on is the request's."""
+    """Starts the request's part of the attempt, on a connection that is set up."""
 
     async def send(self, conn: Any) -> aiohttp.ClientResponse:
         sent = _sent.get()
@@ -346,9 +339,8 @@ class _TooManyInterimError(Exception):
 
 
 class _Handler(ResponseHandler):
-    """aiohttp's protocol, counting the interim (1xx) answers to the current request: aiohttp
-    reads past every one of them, so a server sending them endlessly could hold a call (the
-    head's time limit bounds slow ones, this bounds fast ones)."""
+    """aiohttp's protocol, which reads past every interim (1xx) answer: counted here, so that
+    endless fast ones cannot hold a call (the head's time limit bounds slow ones)."""
 
     interim = 0
     answered = False  # has carried a whole answer (and may sit idle in the pool)
@@ -503,9 +495,7 @@ def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
     """The sync client's TLS settings: the bundle given, else requests' (certifi's)."""
     if verify is False:
         return False
-    if verify is True:
-        verify = DEFAULT_CA_BUNDLE_PATH
-    return trust_of(verify)
+    return trust_of(DEFAULT_CA_BUNDLE_PATH if verify is True else verify)
 
 
 def _proxy_parts(proxy: str | None) -> tuple[str | None, str | None]:
@@ -536,7 +526,7 @@ class AsyncHttpTransport:
         self.url = url
         self.timeout = options.timeout
         self.max_response_bytes = options.max_response_bytes
-        self._max_connections = options.max_connections or DEFAULT_ASYNC_MAX_CONNECTIONS
+        self._max_connections = options.max_connections or 16
         self._redact = redact
         self._verify = options.verify
         proxies = options.proxies

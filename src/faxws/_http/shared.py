@@ -301,13 +301,13 @@ def endpoint(url: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Failures:
-    """How one HTTP stack's exceptions are reported. ``table`` maps classes onto a kind, most
-    specific first (the kind shapes the message and the class, never ``maybe_delivered``);
-    what an exception wraps is in its attributes ``wraps`` (and ``args`` when ``in_args``);
-    ``says`` gives the stack's own causes, past which a cause is the exception's masked text
-    when ``quote``, else its class name. ``foreign`` classes subclass ssl's errors without
-    their attributes. ``is_timeout``, for stacks whose classes do not say it alone, must
-    hold for a ``"timeout"`` row, and makes a connection failure it caused a time-out."""
+    """How one HTTP stack's exceptions are reported: ``table`` maps classes onto a kind, most
+    specific first (it shapes the message and the class, never ``maybe_delivered``); what
+    an exception wraps is in its attributes ``wraps`` (and ``args`` when ``in_args``);
+    ``says`` gives the stack's own causes, else the cause is the masked text (``quote``) or
+    the class name. ``foreign`` classes subclass ssl's errors without their attributes.
+    ``is_timeout``, where classes do not say it alone, must hold for a ``"timeout"`` row,
+    and makes a connection failure it caused a ``"timeout"``."""
 
     table: tuple[tuple[type[BaseException], str], ...]
     says: Callable[[BaseException, Callable[[str], str]], str | None]
@@ -644,8 +644,8 @@ TransportT = TypeVar("TransportT")
 
 class Caller(Generic[TransportT]):
     """Posts request bodies to one service URL with one set of credentials, through
-    ``options.transport`` or the stack's own (``own``). Each stack's caller adds its loop of
-    attempts: the decisions of :class:`Attempts`, with its own waits and posts."""
+    ``options.transport`` or the stack's own. Each stack's caller adds its loop of attempts:
+    the decisions of :class:`Attempts`, with its own waits and posts."""
 
     #: The stack's own transport, made from the URL, the options and the secrets' mask.
     own: ClassVar[type[Any]]

@@ -40,25 +40,9 @@ from faxws._http.shared import (
     forks,
     reset_on_close,
 )
-from faxws.errors import (
-    DocumentError,
-    FaxWSError,
-    RequestTimeoutError,
-    TransportError,
-    excerpt,
-)
+from faxws.errors import DocumentError, FaxWSError, RequestTimeoutError, TransportError, excerpt
 
-__all__ = [
-    "HttpTransport",
-    "failure",
-    "forget_connections",
-    "new_session",
-    "read_body",
-]
-
-#: The connections kept: one for each of up to 32 threads sharing the client (more threads
-#: open connections the pool cannot keep: urllib3 warns "Connection pool is full").
-DEFAULT_MAX_CONNECTIONS = 32
+__all__ = ["HttpTransport", "failure", "forget_connections", "new_session", "read_body"]
 
 # -- the fact: was any byte of the request written? -----------------------------------------
 
@@ -227,8 +211,16 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             self._head = bytes(data)
             return
         head, self._head = self._head, None
-        if head is None:
-            self._note_early()  # a later part of the body
+        progress = _progress.get()
+        if head is None:  # a later part of the body: has an answer come before its end?
+            if (
+                progress is not None
+                and progress.written
+                and not progress.early
+                and self.sock is not None
+                and wait_for_read(self.sock, timeout=0.0)
+            ):
+                progress.early = True
         else:
             self._fresh_if_spoiled()
             if isinstance(data, (bytes, memoryview)) and memoryview(data).nbytes <= _JOIN_LIMIT:
@@ -238,7 +230,6 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         if isinstance(data, (bytes, memoryview)):
             self._write(data)
             return
-        progress = _progress.get()
         if progress is not None:
             progress.written = True  # cannot count what the base class writes
         super().send(data)
@@ -253,17 +244,6 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
             if n and progress is not None:
                 progress.written = True
             view = view[n:]
-
-    def _note_early(self) -> None:
-        progress = _progress.get()
-        if (
-            progress is not None
-            and progress.written
-            and not progress.early
-            and self.sock is not None
-            and wait_for_read(self.sock, timeout=0.0)
-        ):
-            progress.early = True
 
     def _fresh_if_spoiled(self) -> None:
         """Anything that arrived on a reused connection since urllib3 checked it (a thread may
@@ -519,7 +499,7 @@ class HttpTransport:
         self.max_response_bytes = options.max_response_bytes
         self._redact = redact
         self._where = endpoint(url)
-        self._max_connections = options.max_connections or DEFAULT_MAX_CONNECTIONS
+        self._max_connections = options.max_connections or 32  # one per thread sharing it
         self._verify = options.verify
         self._proxies = dict(options.proxies)
         session = self._new_session()
@@ -571,6 +551,7 @@ class HttpTransport:
             self._new_session()
         progress = _Progress()
         reset = _progress.set(progress)
+        failed: TransportError | None = None
         try:
             response = self._adapter.send(
                 self._prepare(cast("bytes | Iterable[bytes]", request.body), request.headers),
@@ -586,9 +567,7 @@ class HttpTransport:
         except Exception as exc:
             # Raised outside the handler, not even chained as context: the original's text
             # may quote what the server sent, secrets included.
-            failed: TransportError | None = self._failure(exc, progress.written, request_id)
-        else:
-            failed = None
+            failed = self._failure(exc, progress.written, request_id)
         finally:
             _progress.reset(reset)
             request.written = progress.written
