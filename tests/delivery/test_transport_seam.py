@@ -315,6 +315,35 @@ def test_a_transport_of_the_other_kind_is_refused_when_the_client_is_made() -> N
     assert info.value.field == "transport"
 
 
+class PostAwaited:
+    """A post() that is a coroutine function: no answer for the threaded client."""
+
+    async def post(self, request: Request) -> Response:
+        return Response(200, {}, report_response())
+
+    def close(self) -> None: ...
+
+
+class PostAsyncNotAwaited:
+    """A post_async() that returns the answer itself: nothing the async client can await."""
+
+    def post_async(self, request: Request) -> Response:
+        return Response(200, {}, report_response())
+
+    async def aclose(self) -> None: ...
+
+
+def test_a_transport_whose_post_is_of_the_other_kind_is_refused() -> None:
+    options = ClientOptions(transport=PostAwaited())  # type: ignore[arg-type]
+    with pytest.raises(BadInputError, match="need a SyncTransport") as info:
+        FaxClient("https://x.example", user_id="u", pin="1", options=options)
+    assert info.value.field == "transport"
+    options = ClientOptions(transport=PostAsyncNotAwaited())  # type: ignore[arg-type]
+    with pytest.raises(BadInputError, match="needs an AsyncTransport") as info:
+        AsyncFaxClient("https://x.example", user_id="u", pin="1", options=options)
+    assert info.value.field == "transport"
+
+
 def test_closing_the_client_closes_its_transport(face: Face) -> None:
     transport = AsyncOnly() if face.is_async else SyncOnly()
     client = mock_client(face, transport)
