@@ -140,8 +140,7 @@ class _ClientBase(Generic[TokenT]):
 
     @property
     def options(self) -> ClientOptions:
-        """The client's options, checked (whether given as ``options=`` or as keyword
-        arguments)."""
+        """The client's options, checked, however they were given."""
         return self._options
 
     @property
@@ -285,15 +284,9 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         files: Sequence[FaxFile],
         request_id: str | None = None,
     ) -> SendFaxResult:
-        """Submit a fax job: every file to every recipient.
-
-        Never sent again automatically once any byte may have reached the service.
-
-        Raises:
-            BadInputError: before anything is sent.
-            ServiceError, SoapFaultError, AuthenticationError, HTTPStatusError,
-            TransportError, ProtocolError: see :mod:`faxws.errors`.
-        """
+        """Submit a fax job: every file to every recipient. Never sent again automatically once
+        any byte may have reached the service; a bad argument raises BadInputError before
+        anything is sent (every error: :mod:`faxws.errors`)."""
         rid = _request_id(request_id)
         with call_boundary(rid):
             request, named = self._send_fax_request(recipients, files)
@@ -307,16 +300,10 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         recip_address: str | None = None,
         request_id: str | None = None,
     ) -> BroadcastReportResult:
-        """Ask for the broadcast report of a job, optionally narrowed to one recipient.
-
+        """Ask for the broadcast report of a job, optionally narrowed to one recipient:
         ``recipient_type`` and ``recip_address`` go together; with neither, ``RecipientType``
         0 and an empty ``RecipAddress`` are sent (an assumption: the interface does not say
-        how to ask for the whole job).
-
-        Raises:
-            BadInputError: before anything is sent.
-            ServiceError: for example code -5019 for an unknown job id.
-        """
+        how to ask for the whole job). An unknown job id is a ServiceError (code -5019)."""
         rid = _request_id(request_id)
         with call_boundary(rid):
             request = self._report_request(job_id, recipient_type, recip_address)

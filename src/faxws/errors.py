@@ -29,12 +29,10 @@ __all__ = [
     "TransportError",
 ]
 
-#: Most characters of a response body an error message quotes.
-BODY_EXCERPT_LIMIT = 500
 
-
-def excerpt(text: str, limit: int = BODY_EXCERPT_LIMIT) -> str:
-    """Shorten ``text`` to at most ``limit`` characters, marking the cut."""
+def excerpt(text: str, limit: int = 500) -> str:
+    """Shorten ``text`` to at most ``limit`` characters (by default what an error message quotes
+    of a response body), marking the cut."""
     text = text.strip()
     if len(text) <= limit:
         return text

@@ -87,9 +87,7 @@ def file_type_from_name(name: str) -> int:
         return check_int("file_type", int(text))
     except ValueError:
         pass
-    key = text.lower()
-    if key.startswith("."):
-        key = key[1:]
+    key = text.lower().removeprefix(".")
     ext = EXTENSION_TYPES.get(f".{key}")
     if ext is not None:
         return int(ext)

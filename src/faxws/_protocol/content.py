@@ -1,12 +1,10 @@
 """Document sources and the readers that send them: exactly the announced bytes, or an error.
 
-Each document's size is taken when a request is opened for sending (:meth:`Source.open`), as
-its Content-Length is announced, not when the :class:`~faxws.FaxFile` was made. A reader fills
-every chunk, however short the file's reads are, and raises
-:class:`~faxws.errors.DocumentError` (also for any failure of the file object) as soon as the
-file ends early or turns out longer, before its last bytes: a body that does not match what was
-announced is never completed. Sends of one file object (one shared position) take turns, under
-a lock per object held from :meth:`Source.open` to :meth:`Reader.close`.
+A document is measured when a request is opened for sending (:meth:`Source.open`), as its
+Content-Length is announced. A reader fills every chunk however short the file's reads are, and
+raises :class:`~faxws.errors.DocumentError` (for any failure of the file object too) as soon as
+the file ends early or turns out longer, before its last bytes: a body that does not match what
+was announced is never completed.
 """
 
 from __future__ import annotations
@@ -293,10 +291,9 @@ def release_stream(stream: object, lock: threading.Lock) -> None:
 
 
 def measure_stream(stream: Any) -> tuple[int, int]:
-    """(position, bytes from there to the end) of a seekable file object, measured under the
-    object's send lock so that a send in progress is not disturbed. On an event loop's
-    thread, whose waiting would stop the very call that holds the lock, an object being
-    sent is refused instead (BusyError)."""
+    """(position, bytes from there to the end) of a seekable file object, measured under its
+    send lock, not to disturb a send in progress; on an event loop's thread, whose waiting
+    would stop the very call holding the lock, an object being sent is refused (BusyError)."""
     lock = try_acquire_stream(stream) if _on_event_loop() else _acquire_stream(stream)
     if lock is None:
         raise BusyError
@@ -376,10 +373,9 @@ def streams_of(sources: Sequence[Source]) -> list[object]:
 def open_all(
     sources: Sequence[Source], held: Sequence[tuple[object, threading.Lock]] | None = None
 ) -> Opened:
-    """Open every document of a request. File objects are locked once each (one request may
-    send the same object twice), in a fixed order so that two requests sharing two objects
-    cannot wait for each other; ``held`` are those locks, taken already by the caller (and
-    released with the rest)."""
+    """Open every document of a request. Sends of one file object (one shared position) take
+    turns: each is locked once (a request may send it twice), in a fixed order so that two
+    requests sharing two cannot wait for each other; ``held``: those locks, taken already."""
     if held is None:
         locks = [(stream, _acquire_stream(stream)) for stream in streams_of(sources)]
     else:

@@ -72,7 +72,7 @@ def soap_payload(root: etree._Element) -> etree._Element:
     """The single element inside the SOAP Body. Raises :class:`ReadError`."""
     soap_ns = _ENVELOPES.get(str(root.tag))
     if soap_ns is None:
-        raise ReadError(f"the response is not a SOAP envelope (root element {_name(root)})")
+        raise ReadError(f"the response is not a SOAP envelope (root element {root.tag})")
     body_tag = _BODIES[soap_ns]
     # The first Body child, as root.find(body_tag) finds it (which costs more than the loop).
     for body in root:
@@ -109,17 +109,12 @@ def _child_text(element: etree._Element, local: str) -> str:
     return "" if child is None else "".join(str(t) for t in child.itertext()).strip()
 
 
-def _name(element: etree._Element) -> str:
-    q = etree.QName(element)
-    return f"{{{q.namespace}}}{q.localname}" if q.namespace else q.localname
-
-
 def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
     """Map ``payload`` onto the generated class ``cls``. Raises :class:`ReadError`."""
     xml: XmlType = cls.__xml__
     reader = _reader(cls)
     if payload.tag != reader.tag:
-        raise ReadError(f"expected the element {reader.tag}, got {_name(payload)}")
+        raise ReadError(f"expected the element {reader.tag}, got {payload.tag}")
     unknown: list[tuple[str, str]] = []
     try:
         result = reader.read(payload, unknown)

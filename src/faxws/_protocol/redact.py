@@ -108,21 +108,12 @@ def redact(text: str, secrets: Iterable[str]) -> str:
                 while at >= 0:
                     spans.append((starts[at], ends[at + len(secret) - 1]))
                     at = view.find(secret, at + 1)
-    if not spans:
-        return text
-    spans.sort()
-    merged = [spans[0]]
-    for start, end in spans[1:]:
-        if start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    pieces = []
-    pos = 0
-    for start, end in merged:
-        pieces.append(text[pos:start])
-        pieces.append(MASK)
-        pos = end
+    pieces: list[str] = []
+    pos = 0  # where the text not masked yet starts
+    for start, end in sorted(spans):
+        if start > pos or not pieces:  # overlapping and adjacent spans are masked as one
+            pieces += [text[pos:start], MASK]
+        pos = max(pos, end)
     pieces.append(text[pos:])
     return "".join(pieces)
 

@@ -33,11 +33,9 @@ def validate_documents(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """``faxws validate``: 0 all valid, 1 any invalid, 2 a file cannot be read.
-
-    At most ``max_issues`` issues per file are shown; when some are left out, a last line
-    (``"total_issues"`` and ``"truncated"`` in JSON) says how many there were. ``out`` and
-    ``err`` default to ``sys.stdout`` and ``sys.stderr``.
+    """``faxws validate``, with its exit code. At most ``max_issues`` issues per file are
+    shown; when some are left out, a last line (``"total_issues"`` and ``"truncated"`` in JSON)
+    says how many there were. ``out`` and ``err`` default to ``sys.stdout`` and ``sys.stderr``.
     """
     from dataclasses import asdict
 
