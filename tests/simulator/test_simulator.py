@@ -55,7 +55,7 @@ def test_both_operations_in_both_modes(faxws_simulator: FaxWSSimulator, make: ob
     result = client.send_fax(["+1 555 0100", "+1 555 0101"], [PDF], request_id="rid-s")
     assert len(result.job_ids) == 2
     assert len(set(result.job_ids)) == 2
-    assert result.ttfp == 30
+    assert result.ttfp == 1  # the queue's 2 simulated seconds at 4 a second, rounded up
     assert result.activity_id
     job = faxws_simulator.jobs[0]
     assert job.job_ids == result.job_ids
@@ -163,8 +163,8 @@ def test_client_faults(faxws_simulator: FaxWSSimulator) -> None:
     sim = faxws_simulator
     r = _post(sim, b"<soap:Envelope")
     assert "malformed XML" in _fault_of(r)
-    r = _post(sim, _report_body().replace(b"GetFaxBroadcastReport", b"CancelFax"))
-    assert _fault_of(r) == "the operation CancelFax is not simulated"
+    r = _post(sim, _report_body().replace(b"GetFaxBroadcastReport", b"GetFaxCoverList"))
+    assert _fault_of(r) == "the operation GetFaxCoverList is not simulated"
     r = _post(sim, _report_body().replace(b'"urn:FaxWS"', b'"urn:Other"'))
     assert _fault_of(r) == "unknown operation {urn:Other}GetFaxBroadcastReport"
     r = _post(sim, _report_body("many"))

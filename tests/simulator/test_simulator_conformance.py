@@ -275,10 +275,8 @@ def test_an_operation_the_simulator_does_not_serve_is_a_fault_naming_it(
     faxws_simulator: FaxWSSimulator,
 ) -> None:
     with pytest.raises(zeep.exceptions.Fault) as info:
-        plain_zeep(faxws_simulator).GetFaxStatus(
-            UserID=DEMO_USER_ID, strPIN=DEMO_PIN, FaxJobIds={"item": [{"JobId": "J1"}]}
-        )
-    assert info.value.message == "the operation GetFaxStatus is not simulated"
+        plain_zeep(faxws_simulator).GetFaxCoverList(UserID=DEMO_USER_ID, strPIN=DEMO_PIN)
+    assert info.value.message == "the operation GetFaxCoverList is not simulated"
 
 
 @pytest.mark.parametrize("mode", ["pin", "token"])

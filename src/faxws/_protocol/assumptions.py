@@ -11,7 +11,10 @@ __all__ = [
     "CANCELLED_DESCRIPTION",
     "DEFAULT_EXPIRY",
     "EXPIRED_DESCRIPTION",
+    "JOB_ENDED",
+    "JOB_ENDED_TEXT",
     "JOB_NOT_FOUND",
+    "JOB_NOT_FOUND_TEXT",
     "MAX_EXPIRY",
     "MAX_SCHEDULE_AHEAD",
     "NOTIFY_TYPES",
@@ -25,7 +28,9 @@ __all__ = [
     "SCHEDULE_AT",
     "SCHEDULE_IMMEDIATE",
     "SCHEDULE_TOO_FAR",
+    "SCHEDULE_TOO_FAR_TEXT",
     "STATUS_BATCH_SIZE",
+    "UNKNOWN_JOB_STATUS",
     "format_datetime",
     "new_reference_id",
     "parse_datetime",
@@ -42,6 +47,19 @@ NOTIFY_TYPES = {"none": 0, "email": 1, "get": 2, "post": 3}
 #: Documented error codes: an unknown job id; a start more than 4 days ahead.
 JOB_NOT_FOUND = -5019
 SCHEDULE_TOO_FAR = -5040
+#: Their texts, as the vendor gives them.
+JOB_NOT_FOUND_TEXT = "Invalid Job ID"
+SCHEDULE_TOO_FAR_TEXT = "Scheduled DateTime specified exceeds maximum allowed defer time"
+
+#: Not published (the vendor publishes no code for it): what CancelFax answers, with return
+#: false, for a job that has already ended. Outside the -50xx range of the documented codes,
+#: so that it is never taken for one of the vendor's.
+JOB_ENDED = -9001
+JOB_ENDED_TEXT = "The job has already ended"
+
+#: Not published: the FaxJobStatusId of a status item whose job id is unknown (its Error
+#: holds -5019). 0 is none of the documented ids, so it is never read as an outcome.
+UNKNOWN_JOB_STATUS = 0
 
 #: Documented limits: a start at most 4 days ahead, an expiry at most 2 days after the start.
 MAX_SCHEDULE_AHEAD = timedelta(days=4)

@@ -15,6 +15,7 @@ from faxws.testing._accounts import (
     DEMO_USER_ID,
     Account,
 )
+from faxws.testing._clock import ManualClock
 from faxws.testing._documents import SPOOL_THRESHOLD
 from faxws.testing._faults import (
     CloseAfterRead,
@@ -29,7 +30,9 @@ from faxws.testing._faults import (
     WsError,
 )
 from faxws.testing._http import MAX_BODY
+from faxws.testing._life import OUTCOMES, TEST_NUMBERS
 from faxws.testing._oauth import MAX_FORM, TOKEN_PATH
+from faxws.testing._progress import JobProgress, PushRecord
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
 from faxws.testing._simulator import RETAINED_BODY_BYTES, FaxWSSimulator
 from faxws.testing._state import DOCUMENT_MEMORY
@@ -44,8 +47,10 @@ __all__ = [
     "DOCUMENT_MEMORY",
     "MAX_BODY",
     "MAX_FORM",
+    "OUTCOMES",
     "RETAINED_BODY_BYTES",
     "SPOOL_THRESHOLD",
+    "TEST_NUMBERS",
     "TOKEN_PATH",
     "Account",
     "CloseAfterRead",
@@ -55,6 +60,9 @@ __all__ = [
     "FaxWSSimulator",
     "Html500",
     "HttpStatus",
+    "JobProgress",
+    "ManualClock",
+    "PushRecord",
     "ReceivedFile",
     "ReceivedRequest",
     "ResetMidResponse",

@@ -272,7 +272,7 @@ class Handler(BaseHTTPRequestHandler):
         sim = self.server.sim
         state = sim._state
         started = time.perf_counter()
-        arrived = time.time()
+        arrived = state.clock()
         request_id = self.fields.get("x-ch-request-id")
         path, _, query = self.path.partition("?")
         if path != PATH and (path.startswith(_api.PREFIX) or _inbox.is_inbox_path(path)):
@@ -497,6 +497,7 @@ class Handler(BaseHTTPRequestHandler):
             sim.ttfp,
             error,
             arrived,
+            sim._spool,
         )
         return 200, document(handler(call))
 

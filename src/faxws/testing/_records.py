@@ -11,15 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from faxws._protocol.assumptions import DEFAULT_EXPIRY
 from faxws._protocol.redact import MASK, redact
 from faxws._protocol.request_reader import wide_codec
-from faxws.bindings import FaxJobRecipient
+from faxws.bindings import FaxJob, FaxJobRecipient
 from faxws.testing._accounts import PUBLIC
 
 __all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked", "text_of"]
 
+# The elements whose content is a secret: the PIN, and the password a push is sent with.
 _STR_PIN = re.compile(
-    r"(<(?:[\w.-]+:)?strPIN(?:\s[^>]*)?(?<!/)>)(.*?)(</(?:[\w.-]+:)?strPIN\s*>)", re.S
+    r"(<(?:[\w.-]+:)?(strPIN|NotifyAuthPassword)(?:\s[^>]*)?(?<!/)>)(.*?)"
+    r"(</(?:[\w.-]+:)?\2\s*>)",
+    re.S,
 )
 _SHOWN = 2000  # characters of a body a repr shows
 
@@ -30,10 +34,11 @@ def text_of(body: bytes) -> str:
 
 
 def masked(text: str, known: Iterable[str]) -> str:
-    """``text`` with strPIN contents and every form of the known secrets masked."""
+    """``text`` with the contents of strPIN and NotifyAuthPassword, and every form of the
+    known secrets, masked."""
     found = set(known)
-    found.update(m.group(2) for m in _STR_PIN.finditer(text) if m.group(2) not in PUBLIC)
-    return redact(_STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(3), text), found)
+    found.update(m.group(3) for m in _STR_PIN.finditer(text) if m.group(3) not in PUBLIC)
+    return redact(_STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(4), text), found)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class ReceivedRequest:
     deviations: tuple[str, ...] = ()
     """How the request differs from the contract's exact form, one sentence each."""
     received_at: float = 0.0
-    """When it arrived (seconds since the epoch)."""
+    """When it arrived (the simulator's clock, seconds since the epoch)."""
     status: int | None = None
     """The HTTP status answered, or None when the connection closed without an answer."""
     refusal: str | None = None
@@ -170,7 +175,8 @@ class ReceivedFile:
 
 @dataclass(frozen=True)
 class SimulatedJob:
-    """A SendFax the simulator accepted."""
+    """A SendFax or SendFaxEx the simulator accepted: what was received, never changed (what
+    happens to each recipient's job since is the simulator's ``progress(job_id)``)."""
 
     job_ids: tuple[str, ...]
     user_id: str
@@ -184,4 +190,18 @@ class SimulatedJob:
     id: str = ""
     """The simulator's own number for the job ("1", "2", ...), for its inbox and API."""
     received_at: float = 0.0
-    """When its request arrived (seconds since the epoch)."""
+    """When its request arrived (the simulator's clock, seconds since the epoch)."""
+    operation: str = "SendFax"
+    details: FaxJob | None = None
+    """SendFaxEx's JobDetails as received, but NotifyAuthPassword masked; None for SendFax."""
+    pages: int = 0
+    """The pages of its documents, which each recipient is sent."""
+    start_after: float = 0.0
+    """Simulated seconds from receipt to the scheduled start (0: at once)."""
+    expires_after: float = DEFAULT_EXPIRY.total_seconds()
+    """Simulated seconds from receipt until an undelivered fax gives up."""
+    _notify_password: str = field(default="", repr=False)
+
+    @property
+    def reference_id(self) -> str:
+        return "" if self.details is None else self.details.reference_id

@@ -4,6 +4,7 @@ at stop), what tests inspect, and what they control."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import secrets
 import shutil
@@ -13,7 +14,7 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from faxws._protocol.checks import is_loopback
@@ -23,6 +24,8 @@ from faxws.testing._durable import InUseError, JobStore
 from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
 from faxws.testing._oauth import TOKEN_PATH
+from faxws.testing._progress import JobProgress, make_plan
+from faxws.testing._pushes import Pusher
 from faxws.testing._records import ReceivedRequest, SimulatedJob
 from faxws.testing._state import MAX_JOBS, MAX_REQUESTS, State, forget_files
 
@@ -41,7 +44,14 @@ class FaxWSSimulator:
             client :data:`DEMO_CLIENT_ID` / :data:`DEMO_CLIENT_SECRET`).
         host, port: where to listen; port 0 picks a free port (see :attr:`url`).
         token_lifetime: seconds a token from the token endpoint stays valid (finite, > 0).
-        ttfp: the TTFP value SendFax answers with.
+        ttfp: the TTFP SendFax and SendFaxEx answer with; by default the clock's seconds
+            until the job's first attempt dials, rounded up.
+        time_scale: simulated seconds of a fax's life per second of ``clock`` (finite,
+            > 0): with the default 4, a one-page fax is delivered about 5 s after it was
+            sent (queue 2 s, dial 5 s, 10 s a page, simulated); 1000 makes a life take
+            milliseconds.
+        clock: seconds since the epoch (default ``time.time``); a :class:`ManualClock`
+            lets a test step lives. Every time the simulator keeps is this clock's.
         retained_body_bytes: how many bytes of request bodies :attr:`requests` keeps in
             memory, newest first (default 8 MiB); a larger body is never kept. Documents
             are kept either way, in :attr:`jobs` (large ones on disk).
@@ -68,13 +78,15 @@ class FaxWSSimulator:
         host: str = "127.0.0.1",
         port: int = 0,
         token_lifetime: float = 3600.0,
-        ttfp: int = 30,
+        ttfp: int | None = None,
         retained_body_bytes: int = RETAINED_BODY_BYTES,
         strict: bool = False,
         api_token: str | None = None,
         max_requests: int = MAX_REQUESTS,
         max_jobs: int = MAX_JOBS,
         db: str | os.PathLike[str] | None = None,
+        time_scale: float = 4.0,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if isinstance(retained_body_bytes, bool) or not isinstance(retained_body_bytes, int):
             raise BadInputError("retained_body_bytes", "must be an int")
@@ -93,12 +105,28 @@ class FaxWSSimulator:
         for name, value in (("max_requests", max_requests), ("max_jobs", max_jobs)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BadInputError(name, f"must be a whole number of at least 1, not {value!r}")
+        if (
+            isinstance(time_scale, bool)
+            or not isinstance(time_scale, (int, float))
+            or not (math.isfinite(time_scale) and time_scale > 0)
+        ):
+            raise BadInputError(
+                "time_scale", f"must be a finite number above 0, not {time_scale!r}"
+            )
+        if clock is not None and not callable(clock):
+            raise BadInputError("clock", "must be a function that returns seconds")
+        self.time_scale = float(time_scale)
+        self.clock: Callable[[], float] = time.time if clock is None else clock
         self._state = State(
             tuple(accounts) if accounts is not None else (DEMO_ACCOUNT,),
             retained_body_bytes,
             max_requests,
             max_jobs,
+            clock=self.clock,
+            time_scale=self.time_scale,
         )
+        self._pusher = Pusher(self._state)
+        self._state.on_change = self._pusher.wake
         if db is not None and not isinstance(db, (str, os.PathLike)):
             raise BadInputError("db", f"must be a path, not {type(db).__name__}")
         self._db = None if db is None else Path(os.fspath(db)).expanduser()
@@ -151,6 +179,7 @@ class FaxWSSimulator:
                 server.server_close()
                 raise BadInputError("db", f"cannot be read: {exc}") from None
             self._spool = store.spool
+        self._pusher.start()
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -167,6 +196,7 @@ class FaxWSSimulator:
         server, self._server = self._server, None
         if server is None:
             return
+        pusher = self._pusher.stop()  # a push under way is cut off
         self._stopping.set()  # delays and slow drips end now
         self._state.stop()  # and so do waits for jobs
         server.shutdown()  # the accept loop ends: no connection is added after this
@@ -179,6 +209,8 @@ class FaxWSSimulator:
             threads = list(self._threads)
         if self._thread is not None:
             threads.append(self._thread)
+        if pusher is not None:
+            threads.append(pusher)
         deadline = time.monotonic() + 60
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -248,11 +280,34 @@ class FaxWSSimulator:
     def job(self, job_id: str) -> SimulatedJob | None:
         return self._state.job(job_id)
 
+    def progress(self, job_id: str) -> JobProgress | None:
+        """Where the job ``job_id`` is now (its status as every answer gives it, its pages,
+        attempts, planned outcome and push), or None for an unknown job id."""
+        return self._state.progress(job_id)
+
     # -- control ------------------------------------------------------------------------------
 
     def inject(self, fault: Fault, *, operation: str | None = None, times: int = 1) -> None:
         """Apply ``fault`` to the next ``times`` requests (of ``operation``, if given)."""
         self._state.faults.add(fault, operation, times)
+
+    def set_outcome(self, job_id: str, outcome: str, *, pages: int | None = None) -> None:
+        """Plan what happens to the job ``job_id`` (or to every recipient of the job numbered
+        ``job_id``), before or during its life: one of ``OUTCOMES`` (``"busy"``, ...), with
+        the ``pages`` that go through for ``"fails-after-pages"``. The plan applies to the
+        whole life; a job already past the point where it ends by the new plan ends now.
+        Raises BadInputError for a bad outcome, an unknown job or one that has ended."""
+        try:
+            self._state.set_outcome(job_id, make_plan(outcome, pages))
+        except KeyError:
+            raise BadInputError("job_id", f"no job {job_id}") from None
+        except ValueError as exc:
+            raise BadInputError("outcome", str(exc)) from None
+
+    def wait_for_pushes(self, timeout: float = 30.0) -> bool:
+        """Wait until every push due by the clock now has been tried (delivered, failed,
+        or waiting for its next attempt's time); False if ``timeout`` seconds passed first."""
+        return self._pusher.wait_settled(timeout)
 
     def issue_token(self, user_id: str, lifetime: float | None = None) -> str:
         """A new bearer token for ``user_id``, valid for ``lifetime`` seconds (finite, > 0;

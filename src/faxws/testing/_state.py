@@ -9,28 +9,41 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import io
 import itertools
+import math
 import secrets
 import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from faxws.bindings import SendFax
+from faxws._protocol import assumptions as vendor
+from faxws._protocol.redact import MASK
+from faxws.bindings import SendFax, SendFaxEx, WSError
 from faxws.testing._accounts import PUBLIC, Account, same
 from faxws.testing._documents import Document
-from faxws.testing._durable import JobStore
+from faxws.testing._durable import JobStore, StoreError
 from faxws.testing._faults import Faults
+from faxws.testing._life import Plan, plan_for_number
+from faxws.testing._pages import count_pages
+from faxws.testing._progress import JobProgress, PushRecord, Track, progress
+from faxws.testing._pushes import first_push
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob
 
-__all__ = ["DOCUMENT_MEMORY", "MAX_JOBS", "MAX_REQUESTS", "State", "StoreError", "forget_files"]
-
-
-class StoreError(Exception):
-    """The database would not take a job: the job is not kept either."""
+__all__ = [
+    "DOCUMENT_MEMORY",
+    "INVALID_JOB_ID",
+    "MAX_JOBS",
+    "MAX_REQUESTS",
+    "NO_ERROR",
+    "State",
+    "StoreError",
+    "forget_files",
+]
 
 
 #: Small documents stay in memory while all of them together fit in this; beyond it, they go
@@ -39,6 +52,14 @@ DOCUMENT_MEMORY = 16 * 1024 * 1024
 #: Records kept by default: beyond these, the oldest requests and jobs are forgotten.
 MAX_REQUESTS = 100_000
 MAX_JOBS = 100_000
+
+NO_ERROR = WSError(0, "")
+INVALID_JOB_ID = WSError(vendor.JOB_NOT_FOUND, vendor.JOB_NOT_FOUND_TEXT)
+_JOB_ENDED = WSError(vendor.JOB_ENDED, vendor.JOB_ENDED_TEXT)
+
+
+def _nothing() -> None:
+    pass
 
 
 class State:
@@ -50,6 +71,9 @@ class State:
         retained_body_bytes: int,
         max_requests: int = MAX_REQUESTS,
         max_jobs: int = MAX_JOBS,
+        *,
+        clock: Callable[[], float] = time.time,
+        time_scale: float = 4.0,
     ) -> None:
         self.accounts = accounts
         self.retained_body_bytes = retained_body_bytes
@@ -71,6 +95,15 @@ class State:
         self.jobs: deque[SimulatedJob] = deque()
         self.by_job_id: dict[str, SimulatedJob] = {}
         self.by_id: dict[str, SimulatedJob] = {}
+        self.clock = clock
+        self.time_scale = time_scale
+        # What changed for each recipient's job since its submission, by job id; the job ids
+        # under each (user id, ReferenceId), oldest first; the job ids whose push is pending.
+        self.tracks: dict[str, Track] = {}
+        self.by_reference: dict[tuple[str, str], list[str]] = {}
+        self.pending_pushes: set[str] = set()
+        #: Called, outside the lock, when a push may be due sooner (set by the simulator).
+        self.on_change: Callable[[], None] = _nothing
         self.connections = 0
         self.token_requests = 0
         self._retained: deque[int] = deque()  # numbers of the requests that hold a body
@@ -94,6 +127,9 @@ class State:
             self.jobs = deque()
             self.by_job_id = {}
             self.by_id = {}
+            self.tracks = {}
+            self.by_reference = {}
+            self.pending_pushes = set()
             self._document_bytes = 0
             self.connections = 0
             self.token_requests = 0
@@ -227,12 +263,15 @@ class State:
 
     def new_job(
         self,
-        request: SendFax,
+        request: SendFax | SendFaxEx,
         auth_mode: str,
         request_id: str | None,
         documents: list[Document],
         deviations: tuple[str, ...] = (),
         received_at: float = 0.0,
+        *,
+        start_after: float = 0.0,
+        expires_after: float = vendor.DEFAULT_EXPIRY.total_seconds(),
     ) -> SimulatedJob:
         # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
         # overshoot it by a few small documents); the others go to disk, and all of them do
@@ -246,6 +285,12 @@ class State:
             in_memory.append(fits)
             if not fits:
                 document.to_file()
+        pages = sum(map(_pages_of, documents))
+        details = request.job_details if isinstance(request, SendFaxEx) else None
+        password = "" if details is None else details.notify_auth_password
+        if details is not None:
+            details = replace(details, notify_auth_password=MASK if password else "")
+        push = first_push(details)
         items = request.fax_job_files.item
         with self.lock:
             number = str(self._last_id + 1)
@@ -274,27 +319,48 @@ class State:
                 deviations=deviations,
                 id=number,
                 received_at=received_at,
+                operation="SendFaxEx" if details is not None else "SendFax",
+                details=details,
+                pages=pages,
+                start_after=start_after,
+                expires_after=expires_after,
+                _notify_password=password,
             )
+            tracks = {
+                job_id: Track(n, plan_for_number(r.recip_fax_number), push=push)
+                for n, (job_id, r) in enumerate(zip(ids, job.recipients, strict=True))
+            }
             if self.store is not None:
                 counters = {"last_id": int(number), "job_counter": self._job_counter + len(ids)}
                 try:
-                    self.store.add(job, counters)
+                    self.store.add(job, counters, tracks)
                 except (sqlite3.Error, OSError) as exc:
                     forget_files([job])
                     raise StoreError(f"{type(exc).__name__}: {exc}") from None
             self._last_id = int(number)
             self._job_counter += len(ids)
             self._document_bytes += sum(f.size for f in files if f.path is None)
-            self.jobs.append(job)
-            self.by_id[job.id] = job
-            for job_id in ids:
-                self.by_job_id[job_id] = job
+            self._keep(job, tracks)
             pruned = self._prune_jobs()
             if self.store is not None and pruned:
                 self.store.remove(pruned)
             self.changed.notify_all()
         forget_files(pruned)
+        if push is not None and push.state == "pending":
+            self.on_change()
         return job
+
+    def _keep(self, job: SimulatedJob, tracks: Mapping[str, Track]) -> None:
+        """Serve ``job`` (oldest first). Under the lock."""
+        self.jobs.append(job)
+        self.by_id[job.id] = job
+        for job_id, track in tracks.items():
+            self.by_job_id[job_id] = job
+            self.tracks[job_id] = track
+            if track.push is not None and track.push.state == "pending":
+                self.pending_pushes.add(job_id)
+        if job.reference_id:
+            self.by_reference.setdefault((job.user_id, job.reference_id), []).extend(job.job_ids)
 
     def _adopt(self, document: Document, number: str, position: int) -> Path | None:
         if self.store is None or document.path is None:
@@ -306,18 +372,23 @@ class State:
 
     def open_store(self, store: JobStore) -> None:
         """Serve the jobs ``store`` kept, and keep new ones there."""
-        jobs, counters = store.load()
+        jobs, counters, tracks = store.load()
         with self.lock:
             self.store = store
-            self.jobs = deque(jobs)
-            self.by_id = {job.id: job for job in jobs}
-            self.by_job_id = {job_id: job for job in jobs for job_id in job.job_ids}
+            self.jobs = deque()
+            self.by_id, self.by_job_id, self.tracks = {}, {}, {}
+            self.by_reference, self.pending_pushes = {}, set()
+            for job in jobs:
+                self._keep(
+                    job, {i: tracks.get(i) or _track(job, n) for n, i in enumerate(job.job_ids)}
+                )
             self._last_id = max(self._last_id, counters.get("last_id", 0))
             self._job_counter = max(self._job_counter, counters.get("job_counter", 0))
             pruned = self._prune_jobs()  # a smaller max_jobs than the last run's
             if pruned:
                 store.remove(pruned)
         forget_files(pruned)
+        self.on_change()
 
     def close_store(self) -> None:
         with self.lock:
@@ -335,6 +406,14 @@ class State:
             del self.by_id[job.id]
             for job_id in job.job_ids:
                 self.by_job_id.pop(job_id, None)
+                self.tracks.pop(job_id, None)
+                self.pending_pushes.discard(job_id)
+            key = (job.user_id, job.reference_id)
+            if job.reference_id and key in self.by_reference:
+                # The oldest job's ids are the first under its reference.
+                del self.by_reference[key][: len(job.job_ids)]
+                if not self.by_reference[key]:
+                    del self.by_reference[key]
             self._document_bytes -= sum(f.size for f in job.files if f.path is None)
         return pruned
 
@@ -372,6 +451,116 @@ class State:
     def known_job(self, user_id: str, job_id: str) -> bool:
         job = self.job(job_id)
         return job is not None and job.user_id == user_id
+
+    # -- lives --
+
+    def progress(self, job_id: str, user_id: str | None = None) -> JobProgress | None:
+        """Where the job ``job_id`` is now; None if there is none (of ``user_id``, if given)."""
+        with self.lock:
+            job, track = self.by_job_id.get(job_id), self.tracks.get(job_id)
+        if job is None or track is None or user_id not in (None, job.user_id):
+            return None
+        return progress(job, track, self.clock(), self.time_scale)
+
+    def progresses(self, job: SimulatedJob) -> list[JobProgress]:
+        """Where each recipient's job of ``job`` is now, in the recipients' order."""
+        with self.lock:
+            tracks = [self.tracks.get(i) or _track(job, n) for n, i in enumerate(job.job_ids)]
+        now = self.clock()
+        return [progress(job, track, now, self.time_scale) for track in tracks]
+
+    def by_reference_progress(self, user_id: str, reference_id: str) -> list[JobProgress]:
+        """Where each of ``user_id``'s jobs sent with ``reference_id`` is now."""
+        with self.lock:
+            ids = self.by_reference.get((user_id, reference_id), ())
+            found = [(self.by_job_id[i], self.tracks[i]) for i in ids]
+        now = self.clock()
+        return [progress(job, track, now, self.time_scale) for job, track in found]
+
+    def cancel(self, user_id: str, job_id: str) -> WSError:
+        """End ``user_id``'s job ``job_id`` now if it is in progress; the error, if not."""
+        with self.lock:
+            job, track = self.by_job_id.get(job_id), self.tracks.get(job_id)
+            if job is None or track is None or job.user_id != user_id:
+                return INVALID_JOB_ID
+            now = self.clock()
+            if progress(job, track, now, self.time_scale).final:
+                return _JOB_ENDED
+            self._put(job, replace(track, cancelled_at=now))
+        self.on_change()
+        return NO_ERROR
+
+    def set_outcome(self, key: str, plan: Plan) -> SimulatedJob:
+        """Plan ``plan`` for the job id ``key``, or for every recipient of the job numbered
+        ``key``, from now on. Raises KeyError for neither, ValueError for a job that ended."""
+        with self.lock:
+            job = self.by_job_id.get(key) or self.by_id.get(key)
+            if job is None:
+                raise KeyError(key)
+            ids = [key] if key in self.by_job_id else list(job.job_ids)
+            now = self.clock()
+            tracks = [self.tracks[i] for i in ids]
+            for job_id, track in zip(ids, tracks, strict=True):
+                if progress(job, track, now, self.time_scale).final:
+                    raise ValueError(f"job {job_id} has ended: its outcome cannot change")
+            for track in tracks:
+                self._put(job, replace(track, plan=plan, replanned_at=now))
+        self.on_change()
+        return job
+
+    def due_pushes(self, now: float) -> tuple[list[tuple[SimulatedJob, JobProgress]], float]:
+        """The pending pushes due at clock time ``now``, each with how its job ended, oldest
+        first; and when the next one falls due (``math.inf``: none is pending)."""
+        due: list[tuple[float, SimulatedJob, JobProgress]] = []
+        soonest = math.inf
+        with self.lock:
+            for job_id in self.pending_pushes:
+                job, track = self.by_job_id[job_id], self.tracks[job_id]
+                ended = progress(job, track, math.inf, self.time_scale)
+                assert ended.ended_at is not None  # every life ends
+                assert track.push is not None
+                at = max(ended.ended_at, track.push.next_at or 0.0)
+                if at <= now:
+                    due.append((at, job, ended))
+                else:
+                    soonest = min(soonest, at)
+        due.sort(key=lambda d: (d[0], d[2].job_id))
+        return [(job, ended) for _, job, ended in due], soonest
+
+    def record_push(self, job_id: str, record: PushRecord) -> None:
+        """Keep what the last attempt of ``job_id``'s push gave (unless the job was
+        forgotten meanwhile)."""
+        with self.lock:
+            job, track = self.by_job_id.get(job_id), self.tracks.get(job_id)
+            if job is None or track is None:
+                return
+            self._put(job, replace(track, push=record))
+            if record.state != "pending":
+                self.pending_pushes.discard(job_id)
+
+    def _put(self, job: SimulatedJob, track: Track) -> None:
+        """Replace a track, in the database too. Under the lock."""
+        job_id = job.job_ids[track.index]
+        if self.store is not None:
+            try:
+                self.store.put_track(job_id, int(job.id), track)
+            except (sqlite3.Error, OSError) as exc:
+                raise StoreError(f"{type(exc).__name__}: {exc}") from None
+        self.tracks[job_id] = track
+
+
+def _track(job: SimulatedJob, index: int) -> Track:
+    """The track of a recipient whose job has none kept (a database of an earlier version)."""
+    return Track(index, plan_for_number(job.recipients[index].recip_fax_number))
+
+
+def _pages_of(document: Document) -> int:
+    data = document.data
+    if data is not None:
+        return count_pages(io.BytesIO(data))
+    assert document.path is not None
+    with document.path.open("rb") as stream:
+        return count_pages(stream)
 
 
 def forget_files(jobs: Iterable[SimulatedJob]) -> None:
