@@ -18,6 +18,7 @@ from typing import IO
 
 import pytest
 
+from faxws.pytest_plugin import SimulatorFactory
 from faxws.testing import (
     DEMO_CLIENT_ID,
     DEMO_CLIENT_SECRET,
@@ -57,7 +58,14 @@ def pin_env(sim: FaxWSSimulator) -> dict[str, str]:
     return {"FAXWS_BASE_URL": sim.url, "FAXWS_USER_ID": DEMO_USER_ID, "FAXWS_PIN": DEMO_PIN}
 
 
-def test_send_human_output(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
+@pytest.fixture
+def fixed_ttfp_simulator(faxws_simulator_factory: SimulatorFactory) -> FaxWSSimulator:
+    """A simulator answering a fixed TTFP of 30 s, as the human output below shows it."""
+    return faxws_simulator_factory(ttfp=30)
+
+
+def test_send_human_output(fixed_ttfp_simulator: FaxWSSimulator, pdf: Path) -> None:
+    faxws_simulator = fixed_ttfp_simulator
     done = faxws(
         "send",
         "--to",
@@ -94,8 +102,9 @@ def test_send_human_output(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
 
 
 def test_send_human_output_with_a_given_request_id(
-    faxws_simulator: FaxWSSimulator, pdf: Path
+    fixed_ttfp_simulator: FaxWSSimulator, pdf: Path
 ) -> None:
+    faxws_simulator = fixed_ttfp_simulator
     done = faxws(
         "send",
         "--to",
