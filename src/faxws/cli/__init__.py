@@ -275,15 +275,6 @@ def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return out
 
 
-def _action_name(action: argparse.Action) -> str | None:
-    """The name argparse's messages give an argument."""
-    if action.option_strings:
-        return "/".join(action.option_strings)
-    if isinstance(action.metavar, str) and action.metavar != argparse.SUPPRESS:
-        return action.metavar
-    return action.dest if action.dest != argparse.SUPPRESS else None
-
-
 def _safe_message(
     error: _ParseError,
     root: argparse.ArgumentParser,
@@ -298,8 +289,9 @@ def _safe_message(
     choices, the problem; a message of a form not known here becomes a generic one.
     """
     message = error.message
-    names = {_action_name(a): a for a in _all_actions(root)}
-    names.update({_action_name(a): a for a in error.parser._actions})
+    # Each argument by the name argparse's messages give it.
+    names = {argparse._get_action_name(a): a for a in _all_actions(root)}
+    names.update({argparse._get_action_name(a): a for a in error.parser._actions})
     for name, action in names.items():
         prefix = f"argument {name}: "
         if name is None or not message.startswith(prefix):
