@@ -14,7 +14,7 @@ import requests
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType, Recipient, ServiceError
 from faxws.pytest_plugin import SimulatorFactory
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, FaxWSSimulator
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, FaxWSSimulator, ManualClock
 
 PDF = b"%PDF-1.4 first page"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
@@ -30,7 +30,11 @@ def get(sim: FaxWSSimulator, path: str, **kwargs: Any) -> requests.Response:
     return requests.get(sim.url + path, timeout=60, **kwargs)
 
 
-def test_jobs_are_listed_newest_first_with_every_field(faxws_simulator: FaxWSSimulator) -> None:
+def test_jobs_are_listed_newest_first_with_every_field(
+    faxws_simulator_factory: SimulatorFactory,
+) -> None:
+    clock = ManualClock(1_800_000_000.0)  # 2027-01-15T08:00:00Z
+    faxws_simulator = faxws_simulator_factory(clock=clock)
     with client(faxws_simulator) as c:
         c.send_fax(
             [Recipient("+1 555 0100", company="ACME", title="Dr", name="Ann", secure_csid="C1")],
@@ -44,13 +48,19 @@ def test_jobs_are_listed_newest_first_with_every_field(faxws_simulator: FaxWSSim
     listing = answer.json()
     assert listing["total"] == 2
     second, first = listing["jobs"]
-    assert ISO.match(first.pop("received_at"))
     assert first == {
         "id": "1",
         "job_ids": ["SIM00000001"],
         "user_id": DEMO_USER_ID,
         "auth_mode": "pin",
         "request_id": "order-1",
+        "received_at": "2027-01-15T08:00:00.000Z",
+        "operation": "SendFax",
+        "reference_id": "",
+        "pages": 2,
+        "scheduled_start": "2027-01-15T08:00:00.000Z",
+        "expires_at": "2027-01-15T20:00:00.000Z",  # 2 simulated days at 4 a second
+        "details": None,
         "recipients": [
             {
                 "fax_number": "+1 555 0100",
@@ -58,6 +68,21 @@ def test_jobs_are_listed_newest_first_with_every_field(faxws_simulator: FaxWSSim
                 "title": "Dr",
                 "name": "Ann",
                 "secure_csid": "C1",
+                "job_id": "SIM00000001",
+                "status": 3,
+                "description": "In progress: queued",
+                "recipient_state": 0,
+                "pages_sent": 0,
+                "pages_total": 2,
+                "attempts": 0,
+                "outcome": "delivered",
+                "outcome_pages": None,
+                "ended_at": None,
+                "delivery_date_time": "",
+                "duration": 0,
+                "remote_csid": "",
+                "cancelled_at": None,
+                "push": None,
             }
         ],
         "files": [

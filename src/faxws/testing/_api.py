@@ -1,13 +1,15 @@
 """The simulator's REST API, JSON on the service's port, for tests in any language.
 
     GET    /api/jobs[?min=N&timeout=S&limit=L]   newest first; waits for at least N jobs
-    GET    /api/jobs/{id}
+    GET    /api/jobs/{id}                       by the job's number or one of its job ids
     GET    /api/jobs/{id}/files/{index}         the document's bytes
+    PUT    /api/jobs/{id}/outcome               {"outcome": name[, "pages": N]}: what happens
+                                                to a job id, or to every recipient of a job
     DELETE /api/jobs                            forget jobs, requests and pending faults
     GET    /api/requests[?limit=L]              newest first, secrets masked
     POST   /api/faults                          {"fault": kind, ..., "operation", "times"}
 
-A POST or DELETE must carry ``Content-Type: application/json`` or an ``X-FaxWS-Client``
+A POST, PUT or DELETE must carry ``Content-Type: application/json`` or an ``X-FaxWS-Client``
 header: a page on another origin can send neither without a CORS preflight, which the
 simulator never grants, so it cannot clear the inbox or inject faults.
 """
@@ -25,11 +27,15 @@ from urllib.parse import parse_qs
 from faxws._protocol.redact import redact
 from faxws.errors import BadInputError
 from faxws.testing._answers import RejectError
+from faxws.testing._durable import StoreError
 from faxws.testing._faults import KINDS
+from faxws.testing._life import Plan
+from faxws.testing._progress import JobProgress, PushRecord, clock_time, make_plan
 from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob, masked, text_of
 
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
+    from faxws.testing._state import State
 
 __all__ = ["MAX_WAIT", "PREFIX", "file_type_of", "handle", "job_json", "timestamp"]
 
@@ -73,7 +79,10 @@ def file_type_of(received: ReceivedFile) -> tuple[str, str]:
     return "application/octet-stream", "bin"
 
 
-def job_json(job: SimulatedJob) -> dict[str, Any]:
+def job_json(state: State, job: SimulatedJob) -> dict[str, Any]:
+    """A job as received, each recipient with where its job is now (NotifyAuthPassword
+    masked)."""
+    scale = state.time_scale
     return {
         "id": job.id,
         "job_ids": list(job.job_ids),
@@ -81,6 +90,12 @@ def job_json(job: SimulatedJob) -> dict[str, Any]:
         "auth_mode": job.auth_mode,
         "request_id": job.request_id,
         "received_at": timestamp(job.received_at),
+        "operation": job.operation,
+        "reference_id": job.reference_id,
+        "pages": job.pages,
+        "scheduled_start": timestamp(clock_time(job, job.start_after, scale)),
+        "expires_at": timestamp(clock_time(job, job.expires_after, scale)),
+        "details": None if job.details is None else dataclasses.asdict(job.details),
         "recipients": [
             {
                 "fax_number": r.recip_fax_number,
@@ -88,8 +103,9 @@ def job_json(job: SimulatedJob) -> dict[str, Any]:
                 "title": r.recip_title,
                 "name": r.recip_name,
                 "secure_csid": r.recip_secure_csid,
+                **progress_json(p),
             }
-            for r in job.recipients
+            for r, p in zip(job.recipients, state.progresses(job), strict=True)
         ],
         "files": [
             {"index": f.index, "file_type": f.file_type, "size": f.size, "sha256": f.sha256}
@@ -97,6 +113,40 @@ def job_json(job: SimulatedJob) -> dict[str, Any]:
         ],
         "deviations": list(job.deviations),
     }
+
+
+def progress_json(p: JobProgress) -> dict[str, Any]:
+    return {
+        "job_id": p.job_id,
+        "status": int(p.status),
+        "description": p.description,
+        "recipient_state": p.recipient_state,
+        "pages_sent": p.pages_sent,
+        "pages_total": p.pages_total,
+        "attempts": p.attempts,
+        "outcome": p.outcome,
+        "outcome_pages": p.pages_before_failure if p.outcome == "fails-after-pages" else None,
+        "ended_at": _moment(p.ended_at),
+        "delivery_date_time": p.delivered_at_text,
+        "duration": p.duration,
+        "remote_csid": p.remote_csid,
+        "cancelled_at": _moment(p.cancelled_at),
+        "push": None if p.push is None else push_json(p.push),
+    }
+
+
+def push_json(push: PushRecord) -> dict[str, Any]:
+    return {
+        "state": push.state,
+        "attempts": push.attempts,
+        "result": push.result,
+        "at": _moment(push.at),
+        "next_at": _moment(push.next_at) if push.state == "pending" else None,
+    }
+
+
+def _moment(seconds: float | None) -> str | None:
+    return None if seconds is None else timestamp(seconds)
 
 
 def request_json(request: ReceivedRequest) -> dict[str, Any]:
@@ -147,7 +197,8 @@ def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
             if count:
                 state.wait_for_jobs(count, wait)
             total, newest = state.recent_jobs(limit)
-            _send_json(handler, 200, {"total": total, "jobs": [job_json(j) for j in newest]})
+            jobs = [job_json(state, j) for j in newest]
+            _send_json(handler, 200, {"total": total, "jobs": jobs})
             return
         if method == "DELETE":
             _read_body(handler, json_required=False)
@@ -157,7 +208,21 @@ def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
         raise _not_allowed("GET, DELETE")
     if len(parts) == 2 and parts[0] == "jobs":
         _only(method, "GET")
-        _send_json(handler, 200, job_json(_job(state.by_id.get(parts[1]), parts[1])))
+        job = _job(state.by_id.get(parts[1]) or state.job(parts[1]), parts[1])
+        _send_json(handler, 200, job_json(state, job))
+        return
+    if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "outcome":
+        _only(method, "PUT")
+        plan = _plan(_read_body(handler, json_required=True))
+        try:
+            changed = state.set_outcome(parts[1], plan)
+        except KeyError:
+            raise _ApiError(404, f"no job {parts[1]}") from None
+        except ValueError as exc:  # the job has ended
+            raise _ApiError(409, str(exc)) from None
+        except StoreError as exc:
+            raise _ApiError(500, f"the simulator cannot keep the outcome: {exc}") from None
+        _send_json(handler, 200, job_json(state, changed))
         return
     if len(parts) == 4 and parts[0] == "jobs" and parts[2] == "files":
         _only(method, "GET")
@@ -184,6 +249,18 @@ def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
         _send_json(handler, 201, {"fault": fault.kind, "operation": operation, "times": times})
         return
     raise _ApiError(404, f"no such resource: {path}")
+
+
+def _plan(spec: Any) -> Plan:
+    if not isinstance(spec, dict):
+        raise _ApiError(400, "the body must be a JSON object")
+    unknown = sorted(set(spec) - {"outcome", "pages"})
+    if unknown:
+        raise _ApiError(400, f"unknown field {unknown[0]!r}: the fields are outcome and pages")
+    try:
+        return make_plan(spec.get("outcome"), spec.get("pages"))
+    except ValueError as exc:
+        raise _ApiError(400, str(exc)) from None
 
 
 def _fault(spec: Any) -> tuple[Any, str | None, int]:

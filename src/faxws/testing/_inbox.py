@@ -1,22 +1,28 @@
-"""The simulator's web inbox: ``/`` lists the jobs received, newest first, and the requests
-it refused; ``/jobs/{id}`` shows one job with its documents inline where a browser can.
+"""The simulator's web inbox: ``/`` lists the jobs received, newest first, each recipient's
+job with where it is now, and the requests it refused; ``/jobs/{id}`` shows one job with its
+details and its documents inline where a browser can, and ``/jobs/{id}/progress`` (framed in
+it) where each recipient's job is.
 
-Pages are self-contained (no external asset: they work offline), refresh themselves, escape
-everything they show, and forbid every script by their Content-Security-Policy.
+Pages are self-contained (no external asset: they work offline), escape everything they show,
+and forbid every script by their Content-Security-Policy. The list and the progress refresh
+themselves; the job page does not (its documents would load again), its progress frame does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from faxws._protocol.redact import redact
 from faxws.testing._api import file_type_of, timestamp
+from faxws.testing._progress import JobProgress, clock_time
 from faxws.testing._records import ReceivedRequest, SimulatedJob
 
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
+    from faxws.testing._state import State
 
 __all__ = ["handle", "is_inbox_path"]
 
@@ -36,7 +42,10 @@ th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom:
 th { background: #f4f4f4; } code { font-size: 0.9em; } .muted { color: #777; }
 .deviation { color: #8a5300; } .refusal { color: #a00; } .when { white-space: nowrap; }
 .document { margin: 1em 0; } embed, img { max-width: 100%; border: 1px solid #ccc; }
+.s1 { color: #060; } .s2 { color: #a00; } .s3 { color: #05a; }
+iframe { width: 100%; height: 16em; border: 0; }
 """
+_STATUS = {1: "succeeded", 2: "failed", 3: "in progress"}
 
 
 def is_inbox_path(path: str) -> bool:
@@ -49,19 +58,24 @@ def handle(handler: Handler, path: str, token: str | None) -> None:
         text = b"method not allowed: the inbox only shows pages\n"
         handler.send(405, {"Content-Type": "text/plain", "Allow": "GET, HEAD"}, text)
         return
-    sim = handler.server.sim
+    state = handler.server.sim._state
     if path == "/":
-        total, jobs = sim._state.recent_jobs(_SHOWN_JOBS)
-        refused = sim._state.recent_refusals(_SHOWN_REFUSALS, within=_SCANNED_REQUESTS)
-        _page(handler, 200, "FaxWS simulator inbox", _inbox(total, jobs, refused, token), token)
+        total, jobs = state.recent_jobs(_SHOWN_JOBS)
+        refused = state.recent_refusals(_SHOWN_REFUSALS, within=_SCANNED_REQUESTS)
+        content = _inbox(state, total, jobs, refused, token)
+        _page(handler, 200, "FaxWS simulator inbox", content, token)
         return
-    job = sim._state.by_id.get(path[len("/jobs/") :])
-    if job is None:
+    number, _, rest = path[len("/jobs/") :].partition("/")
+    job = state.by_id.get(number)
+    if job is None or rest not in ("", "progress"):
         _page(
             handler, 404, "No such job", f"<p>{_link('/', 'Back to the inbox', token)}</p>", token
         )
         return
-    _page(handler, 200, f"Job {job.id}", _job(job, token), token, refresh=False)
+    if rest:
+        _page(handler, 200, f"Job {job.id}: progress", _progress(state, job), token)
+        return
+    _page(handler, 200, f"Job {job.id}", _job(state, job, token), token, refresh=False)
 
 
 def _e(value: object) -> str:
@@ -79,8 +93,34 @@ def _link(path: str, text: str, token: str | None, **params: str) -> str:
     return f'<a href="{_e(_url(path, token, **params))}">{_e(text)}</a>'
 
 
+def _status(p: JobProgress) -> str:
+    """One recipient's job in a line: its status, where it is, pages, attempts, push."""
+    status = int(p.status)
+    push = ""
+    if p.push is not None:
+        push = f" &middot; push {_e(p.push.state)}"
+        push += f" ({_e(p.push.result)})" if p.push.result else ""
+    return (
+        f"<code>{_e(p.job_id)}</code> <span class=s{status}>{_e(_STATUS[status])}</span>: "
+        f"{_e(p.description)} &middot; pages {p.pages_sent}/{p.pages_total} &middot; "
+        f"attempts {p.attempts}{push}"
+    )
+
+
+def _schedule(state: State, job: SimulatedJob) -> str:
+    scale = state.time_scale
+    starts = clock_time(job, job.start_after, scale)
+    expires = clock_time(job, job.expires_after, scale)
+    start = f"starts {_e(timestamp(starts))}<br>" if job.start_after else ""
+    return f"{start}<span class=muted>expires {_e(timestamp(expires))}</span>"
+
+
 def _inbox(
-    total: int, jobs: list[SimulatedJob], refused: list[ReceivedRequest], token: str | None
+    state: State,
+    total: int,
+    jobs: list[SimulatedJob],
+    refused: list[ReceivedRequest],
+    token: str | None,
 ) -> str:
     rows = []
     for job in jobs:
@@ -89,6 +129,7 @@ def _inbox(
             + (f" <span class=muted>{_e(r.recip_name)}</span>" if r.recip_name else "")
             for r in job.recipients
         )
+        statuses = "<br>".join(_status(p) for p in state.progresses(job))
         files = "<br>".join(
             f"{f.index}: type {f.file_type}, {f.size} bytes, <code>{_e(f.sha256[:12])}</code>"
             for f in job.files
@@ -100,8 +141,8 @@ def _inbox(
             f"<td class=when>{_e(timestamp(job.received_at))}</td>"
             f"<td>{_e(job.user_id)}</td><td>{_e(job.auth_mode)}</td>"
             f"<td><code>{_e(job.request_id or '')}</code></td>"
-            f"<td>{recipients}</td>"
-            f"<td>{'<br>'.join(f'<code>{_e(i)}</code>' for i in job.job_ids)}</td>"
+            f"<td><code>{_e(job.reference_id)}</code></td>"
+            f"<td>{recipients}</td><td>{statuses}</td><td>{_schedule(state, job)}</td>"
             f"<td>{files}</td><td>{deviations or '<span class=muted>none</span>'}</td>"
             "</tr>"
         )
@@ -120,9 +161,10 @@ def _inbox(
         f"JSON: {_link('/api/jobs', '/api/jobs', token)}, "
         f"{_link('/api/requests', '/api/requests', token)}.</p>"
         "<table><thead><tr><th>Job</th><th>Received</th><th>Account</th><th>Auth</th>"
-        "<th>Request id</th><th>Recipients</th><th>Job ids</th><th>Files</th>"
-        "<th>Deviations from the contract</th></tr></thead><tbody>"
-        + ("".join(rows) or "<tr><td colspan=9 class=muted>No jobs yet.</td></tr>")
+        "<th>Request id</th><th>Reference</th><th>Recipients</th><th>Job ids and status</th>"
+        "<th>Schedule</th><th>Files</th><th>Deviations from the contract</th></tr></thead>"
+        "<tbody>"
+        + ("".join(rows) or "<tr><td colspan=11 class=muted>No jobs yet.</td></tr>")
         + "</tbody></table>"
         "<h2>Refused requests</h2>"
         "<table><thead><tr><th>Received</th><th>Request</th><th>Operation</th><th>Status</th>"
@@ -132,7 +174,32 @@ def _inbox(
     )
 
 
-def _job(job: SimulatedJob, token: str | None) -> str:
+def _progress(state: State, job: SimulatedJob) -> str:
+    rows = "".join(
+        f"<tr><td>{_e(r.recip_fax_number)}</td><td>{_status(p)}</td>"
+        f"<td>{_e(p.outcome)}</td><td>{_e(p.delivered_at_text)}</td></tr>"
+        for r, p in zip(job.recipients, state.progresses(job), strict=True)
+    )
+    return (
+        f"<p>Reference <code>{_e(job.reference_id)}</code>, {_schedule(state, job)}</p>"
+        "<table><thead><tr><th>Fax number</th><th>Job id and status</th><th>Planned outcome</th>"
+        f"<th>Delivered</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _details(job: SimulatedJob) -> str:
+    """SendFaxEx's JobDetails, the password masked (as it is kept)."""
+    if job.details is None:
+        return "<p class=muted>Sent with SendFax: no job details.</p>"
+    rows = "".join(
+        f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>"
+        for name, value in dataclasses.asdict(job.details).items()
+        if value not in ("", None)
+    )
+    return f"<table><tbody>{rows}</tbody></table>"
+
+
+def _job(state: State, job: SimulatedJob, token: str | None) -> str:
     recipients = "".join(
         f"<tr><td>{_e(r.recip_fax_number)}</td><td>{_e(r.recip_company)}</td>"
         f"<td>{_e(r.recip_title)}</td><td>{_e(r.recip_name)}</td>"
@@ -169,6 +236,9 @@ def _job(job: SimulatedJob, token: str | None) -> str:
         "<h2>Recipients</h2><table><thead><tr><th>Fax number</th><th>Company</th>"
         "<th>Title</th><th>Name</th><th>Secure CSID</th><th>Job id</th></tr></thead>"
         f"<tbody>{recipients}</tbody></table>"
+        f'<h2>Progress</h2><iframe src="{_e(_url(f"/jobs/{job.id}/progress", token))}" '
+        'title="progress"></iframe>'
+        f"<h2>Job details ({_e(job.operation)})</h2>{_details(job)}"
         f"<h2>Deviations from the contract</h2>"
         f"{f'<ul>{deviations}</ul>' if deviations else '<p class=muted>None.</p>'}"
         f"<h2>Documents</h2>{''.join(documents)}"
