@@ -281,6 +281,33 @@ def test_a_file_object_failing_mid_send_is_a_document_error_and_never_completed(
     assert server.connections == 1
 
 
+def test_a_document_failing_mid_send_ends_the_connection_with_a_reset(
+    serve: Callable[..., ScriptedServer],
+    face: Face,
+) -> None:
+    """A TCP reset, not a clean close: nothing that takes a close for the end of a body (a
+    server, a proxy) can take the incomplete one for a whole request."""
+    ends: list[str] = []
+
+    def script(conn: Conn) -> None:
+        if conn.read_head() is None:
+            return
+        try:
+            while conn.server.wait_readable(conn.sock):
+                if not conn.sock.recv(65536):
+                    ends.append("closed")
+                    return
+        except ConnectionResetError:
+            ends.append("reset")
+
+    server = serve(script)
+    stream = FailingRead(pattern(3 << 20), fail_at=2 << 20)
+    with pytest.raises(DocumentError):
+        client(server, face).send_fax(["+1 555 0100"], [FaxFile(stream, 101)])
+    server.wait_served(1)
+    assert ends == ["reset"]
+
+
 def test_a_small_file_object_failing_is_refused_before_anything_is_sent(
     serve: Callable[..., ScriptedServer],
     face: Face,
