@@ -44,14 +44,12 @@ class FaxWSError(Exception):
 
     Attributes:
         message: what went wrong, in one sentence.
-        request_id: the ``x-ch-request-id`` of the call, or None outside a call (such as
-            building a :class:`~faxws.Recipient` with a bad value).
-        status_code: the HTTP status of the response, or None when there was none.
-        maybe_delivered: True when any byte of the request was written to the connection
-            (or the answer does not prove it was refused), so that repeating a SendFax could
-            send the fax twice. False only when nothing of the request left this process,
-            or the service answered that it refused it: only then is a SendFax safe to
-            send again.
+        request_id: the ``x-ch-request-id`` of the call; None outside a call (such as a bad
+            value for a :class:`~faxws.Recipient`).
+        status_code: the HTTP status of the response, if there was one.
+        maybe_delivered: True when any byte of the request was written (and the answer does
+            not prove it was refused): repeating a SendFax could send the fax twice. Only a
+            SendFax that failed with False is safe to send again.
     """
 
     maybe_delivered: bool = False
@@ -129,10 +127,9 @@ class SoapFaultError(FaxWSError):
     """The service answered with a SOAP fault: ``fault_code`` (``soap:Client``,
     ``soap:Server``) and ``fault_string`` (at most 500 characters).
 
-    ``maybe_delivered`` is False for a client fault (``Client``/``Sender``: the service says
-    the request itself was wrong) and True for any other code: a server fault ("unable to
-    process request... timeout expired") can come after the work was done.
-    """
+    ``maybe_delivered`` is False for a client fault (``Client``/``Sender``: the request itself
+    was wrong) and True for any other: a server fault ("unable to process request... timeout
+    expired") can come after the work was done."""
 
     def __init__(
         self,
@@ -225,12 +222,9 @@ class RequestTimeoutError(TransportError):
 class DocumentError(FaxWSError):
     """A document (``document``: its file name, ``<bytes>`` or ``<stream>``) could not be
     sent as announced: it could not be opened or read, the file object failed or was closed,
-    or it shrank or grew while being sent.
-
-    After the request started going out, the connection is aborted before the body is
-    complete, so the service cannot accept a truncated or altered document;
-    ``maybe_delivered`` is still True then, as for any failure after the first byte.
-    """
+    or it shrank or grew while being sent. The connection is then aborted before the body is
+    complete, so the service cannot accept a truncated or altered document (bytes written
+    still make ``maybe_delivered`` True)."""
 
     def __init__(
         self,

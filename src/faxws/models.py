@@ -35,12 +35,9 @@ __all__ = [
 
 
 class FileType(enum.IntEnum):
-    """Known values of ``FileTypeId``.
-
-    These are the ids public client code uses; the service's own table is not public, so this
-    is not a closed set: any xs:int is accepted wherever a file type is expected.
-    The TIFF merge-cover id (3 or 4, sources disagree) is left out on purpose.
-    """
+    """Known values of ``FileTypeId``, as public client code uses them. The service's own
+    table is not public: any xs:int is accepted wherever a file type is expected. The TIFF
+    merge-cover id (3 or 4, sources disagree) is left out on purpose."""
 
     TIFF_G3 = 1
     TIFF_G4 = 2

@@ -207,11 +207,10 @@ class _Reader:
 
 
 def _list_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
-    """For a list type (one repeated field) of items holding required strings (job ids, by
-    the thousand): a reader taking the values in one pass over the element's descendants,
-    when the element is exactly such items, each exactly its fields in order, as answers are
-    written. It gives None for anything else, which the general reading then reads (or
-    refuses, with its place): the values are those it would find."""
+    """For a list type of items holding required strings (job ids, by the thousand): a reader
+    taking the values in one pass over the descendants, when they are exactly such items with
+    their fields in order, as answers are written; else None, and the general reading reads
+    (or refuses, with its place) what it would find."""
     fields = cls.__xml__.fields
     if len(fields) != 1 or not fields[0].repeated or fields[0].complex_type is None:
         return None
@@ -299,21 +298,20 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
 Redact = Callable[[str], str]
 
 
-def decode_text(data: bytes) -> str:
-    """Text of a response body for a message: UTF-16 by its byte-order mark or its zero
-    bytes (so that a secret in it reads as text and is masked), else UTF-8."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", "replace")
-    if len(data) >= 2 and data[0] == 0 and data[1] != 0:
-        return data.decode("utf-16-be", "replace")
-    if len(data) >= 2 and data[1] == 0 and data[0] != 0:
-        return data.decode("utf-16-le", "replace")
-    return data.decode("utf-8", "replace")
-
-
 def body_excerpt(content: bytes, redact: Redact) -> str:
-    """The start of a response body for an error, as text with the secrets masked."""
-    return excerpt(redact(decode_text(content[:4000])))
+    """The start of a response body for an error, as text with the secrets masked: UTF-16 by
+    its byte-order mark or its zero bytes (so that a secret in it reads as text and is
+    masked), else UTF-8."""
+    data = content[:4000]
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", "replace")
+    elif len(data) >= 2 and data[0] == 0 and data[1] != 0:
+        text = data.decode("utf-16-be", "replace")
+    elif len(data) >= 2 and data[1] == 0 and data[0] != 0:
+        text = data.decode("utf-16-le", "replace")
+    else:
+        text = data.decode("utf-8", "replace")
+    return excerpt(redact(text))
 
 
 def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._Element:

@@ -71,14 +71,11 @@ _RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 
 
 class _Writer:
-    """The writer of one generated class, its tags and each field's kind worked out once.
-
-    A complex value may be an instance of its generated class or the plain tuple of its field
-    values in schema order (a thousand recipients without an object made for each). String
-    values are trusted to be text XML can carry (the client checks every string it is given,
-    the simulator writes text it read); what else the schema would refuse (a missing element,
-    too few or too many items, a value of the wrong type, an int out of range) is refused,
-    naming the element, before anything is sent.
+    """The writer of one generated class, its tags and each field's kind worked out once. A
+    complex value may be an instance or the plain tuple of its field values in schema order (a
+    thousand recipients without an object made for each). Strings are trusted to be text XML
+    can carry (the client checks every string it is given, the simulator writes text it read);
+    what else the schema would refuse is refused, naming the element, before anything is sent.
     """
 
     __slots__ = ("_cls", "_get", "_steps", "_text_tags", "_texts")
@@ -170,8 +167,11 @@ class _Writer:
                     raise _RefusedError(
                         f"/{f.name}", f"must be a tuple, not {type(value).__name__}"
                     )
-                if len(value) < low or (high is not None and len(value) > high):
-                    raise _RefusedError(f"/{f.name}", _occurs(len(value), low, high))
+                n = len(value)
+                if n < low:
+                    raise _RefusedError(f"/{f.name}", f"holds {n} items, at least {low} required")
+                if high is not None and n > high:
+                    raise _RefusedError(f"/{f.name}", f"holds {n} items, at most {high} allowed")
                 items: Any = value
             elif value is None:
                 if low:
@@ -302,12 +302,6 @@ def _at(f: XmlField, items: Any, item: object) -> str:
 
 def _not_a(what: str, f: XmlField, items: Any, item: object) -> _RefusedError:
     return _RefusedError(_at(f, items, item), f"must be {what}, not {type(item).__name__}")
-
-
-def _occurs(n: int, low: int, high: int | None) -> str:
-    if n < low:
-        return f"holds {n} items, at least {low} required"
-    return f"holds {n} items, at most {high} allowed"
 
 
 _WRITERS: dict[type[Any], _Writer] = {}

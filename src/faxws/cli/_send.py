@@ -28,10 +28,9 @@ STDIN_NAME = "<stdin>"
 
 
 def spool_stdin(source: BinaryIO) -> BinaryIO:
-    """``source`` (standard input: usually a pipe, which can be read once and not sought)
-    copied into a seekable file, so that the document is streamed while sending like a file on
-    disk: up to ``STDIN_IN_MEMORY`` bytes stay in memory, a larger document goes to an
-    anonymous temporary file. The caller closes the result."""
+    """``source`` (standard input: usually a pipe, read once, not sought) copied into a seekable
+    file, to be streamed while sending like a file on disk: up to ``STDIN_IN_MEMORY`` bytes in
+    memory, a larger document in an anonymous temporary file. The caller closes the result."""
     import io
     import shutil
     import tempfile

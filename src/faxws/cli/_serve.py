@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
     if args.user_id is None:
         if args.pin is not None or args.token or args.client_id or args.client_secret:
             raise UsageError("--pin, --token and --client-* need --user-id")
-        account, demo = DEMO_ACCOUNT, True
+        account = DEMO_ACCOUNT
     else:
         if not (pin or args.token or (args.client_id and secret)):
             raise UsageError("give the user a --pin, a --token or --client-id/--client-secret")
@@ -46,7 +46,6 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             client_id=args.client_id,
             client_secret=secret if args.client_id else None,
         )
-        demo = False
     try:
         sim = FaxWSSimulator(
             [account],
@@ -76,7 +75,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    print(_started(sim, account, demo, as_json=args.json), flush=True)
+    print(_started(sim, account, account is DEMO_ACCOUNT, as_json=args.json), flush=True)
     try:
         while not stop.wait(0.2):
             pass
