@@ -31,7 +31,7 @@ from faxws.bindings import (
     SimpleGetFaxStatus,
     WSError,
 )
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator, ManualClock
 from faxws.validation import validate
 
 #: The manual clock's start in these tests: 2030-01-02T03:04:05Z.
@@ -52,6 +52,11 @@ def vendor_time(seconds_after_start: float) -> str:
     """The vendor's form of the moment ``seconds_after_start`` after :data:`START`."""
     moment = datetime.fromtimestamp(START + seconds_after_start, timezone.utc)
     return vendor.format_datetime(moment)
+
+
+def move_to(clock: ManualClock, seconds: float) -> None:
+    """Set ``clock`` to exactly ``seconds`` after :data:`START`."""
+    clock.advance(START + seconds - clock.now())
 
 
 def call(sim: FaxWSSimulator, request: Any, headers: dict[str, str] | None = None) -> Any:

@@ -23,6 +23,7 @@ from simulated_calls import (
     cancel,
     details,
     job_ids,
+    move_to,
     pdf,
     real_time,
     send,
@@ -69,11 +70,6 @@ def clock() -> ManualClock:
 def sim(clock: ManualClock) -> Iterator[FaxWSSimulator]:
     with FaxWSSimulator([*FaxWSSimulator().accounts, OTHER], clock=clock) as started:
         yield started
-
-
-def move_to(clock: ManualClock, seconds: float) -> None:
-    """Set ``clock`` to ``seconds`` after the start."""
-    clock.advance(START + seconds - clock.now())
 
 
 def one(sim: FaxWSSimulator, job_id: str) -> Any:

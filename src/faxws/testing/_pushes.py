@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from faxws._protocol import assumptions as vendor
-from faxws._protocol.redact import redact
 from faxws.bindings import FaxJob
 from faxws.errors import BadInputError
 from faxws.notifications import DeliveryNotification, render_notification
@@ -186,7 +185,6 @@ class Pusher:
         else:
             ok, result = self._post(details.notify_destination, headers, body)
             final = ok or attempt >= PUSH_ATTEMPTS
-        result = redact(result, [password] if password else [])
         now = self._state.clock()
         _log.info("push %s attempt %d: %s", ended.job_id, attempt, result)
         if ok:
