@@ -23,9 +23,8 @@ def _folder() -> Any:
 
 
 def read_xsd() -> bytes:
-    # Straight from the package's folder when it is one: importlib.resources would import
-    # pathlib and zipfile (7 ms) on the way of `faxws validate`. A zipped package has no
-    # such file, and is read through importlib.resources.
+    # From the package's folder when it is one: importlib.resources would import pathlib and
+    # zipfile (7 ms) on the way of `faxws validate`; a zipped package is read through it.
     try:
         with open(os.path.join(os.path.dirname(__file__), "wsdl", XSD_NAME), "rb") as f:
             return f.read()

@@ -90,9 +90,8 @@ TokenT = TypeVar("TokenT", bound=Token)
 
 
 class _ClientBase(Generic[TokenT]):
-    """What both clients do before and after the exchange, with no I/O: the options and
-    arguments checked, the typed requests built, and the answers read into results. Each face
-    adds its exchange (``_connect`` makes its caller) and its ``token`` type."""
+    """What both clients do around the exchange, with no I/O: options and arguments checked,
+    requests built, answers read. Each face adds its exchange (its caller) and ``token`` type."""
 
     _asynchronous = False
 
@@ -195,9 +194,8 @@ class _ClientBase(Generic[TokenT]):
 
     @staticmethod
     def _body(request: object, rid: str) -> Body:
-        # Not parsed back for a schema check: every string was checked on the way in and the
-        # writer refuses whatever else the schema would (tests/protocol/test_equivalence.py proves
-        # the two agree on the requests the client builds).
+        # Not parsed back for a schema check: strings are checked on the way in and the writer
+        # refuses the rest as the schema would (tests/protocol/test_equivalence.py proves it).
         try:
             return envelope(request)
         except BadInputError as exc:
@@ -431,11 +429,9 @@ def _recipients(recipients: Sequence[Recipient | str]) -> tuple[RecipientValues,
         try:
             if r.__class__ is Recipient:
                 out.append(_RECIPIENT_VALUES(r))  # checked when it was made
-            elif isinstance(r, str):
-                out.append(_RECIPIENT_VALUES(Recipient(r)))  # the number checked as a Recipient's
-            elif isinstance(r, Recipient):
-                # A subclass may have replaced the checks (or the values after them).
-                values = _RECIPIENT_VALUES(r)
+            elif isinstance(r, (str, Recipient)):
+                # A number; or a subclass, which may have replaced the checks (or the values).
+                values = (r, "", "", "", "") if isinstance(r, str) else _RECIPIENT_VALUES(r)
                 check_recipient(*values)
                 out.append(values)
             else:

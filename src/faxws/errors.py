@@ -1,10 +1,9 @@
 """The exceptions faxws raises: one hierarchy under :class:`FaxWSError`.
 
-Lower layers never leak through: requests, urllib3, aiohttp and lxml exceptions are mapped
-onto these classes, the message naming the root cause in a few words, and are not chained
-(neither as ``__cause__`` nor as ``__context__``): their text may quote what a server sent,
-secrets included. A :class:`DocumentError` may keep the error of the caller's own document as
-its cause.
+Lower layers' exceptions (requests, urllib3, aiohttp, lxml) are mapped onto these, the message
+naming the root cause, and never chained (neither ``__cause__`` nor ``__context__``): their
+text may quote what a server sent, secrets included. Only a :class:`DocumentError` may keep the
+error of the caller's own document as its cause.
 """
 
 from __future__ import annotations

@@ -186,8 +186,7 @@ class FaxFile:
 
     @property
     def size(self) -> int:
-        """Size of the document in bytes (before base64), as last measured: when the
-        ``FaxFile`` was made, or by the latest send."""
+        """Size in bytes (before base64), as last measured: when made, or by the latest send."""
         return self._content.size
 
     @property

@@ -65,9 +65,8 @@ def faxws_simulator_factory() -> Iterator[SimulatorFactory]:
 
 @pytest.fixture(scope="session")
 def faxws_simulator_session() -> Iterator[FaxWSSimulator]:
-    """One simulator with the demo account for the whole session: faster where many tests
-    only need a service to talk to. It keeps what every test sent; call ``reset()`` where a
-    test needs a clean record."""
+    """One simulator with the demo account for the whole session, for tests that only need a
+    service; it keeps what every test sent (``reset()`` where a test needs a clean record)."""
     from faxws.testing import FaxWSSimulator
 
     with FaxWSSimulator() as sim:

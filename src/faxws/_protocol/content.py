@@ -207,9 +207,8 @@ class PathSource:
 
 
 class _FileReader:
-    """``size`` bytes of a file from ``start``. Closing closes a file the send opened, and
-    leaves a caller's file object where the FaxFile found it, to be sent (or wrapped in a new
-    FaxFile) again."""
+    """``size`` bytes of a file from ``start``. Closing closes a file the send opened, and puts
+    a caller's file object back where the FaxFile found it, to be sent (or wrapped) again."""
 
     __slots__ = ("_fh", "_name", "_owned", "_start", "size")
 

@@ -142,9 +142,8 @@ class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the 
 
 
 class _Reader:
-    """The reader of one generated class, compiled once from its description: each child's
-    tag mapped to its field ahead, so that reading an element is one pass over its children.
-    Paths for messages are put together only when something does not fit."""
+    """The reader of one generated class, each child's tag mapped to its field once: reading is
+    one pass over the children, and paths are put together only when something does not fit."""
 
     __slots__ = ("_cls", "_fields", "_index", "_list", "tag")
 
@@ -228,9 +227,8 @@ def _list_reader(cls: type[Any]) -> Callable[[etree._Element], Any] | None:
     pattern, width = [item_tag, *tags], len(tags)
 
     def read(element: etree._Element) -> Any:
-        # Each child with exactly as many children as the item has fields, and the tags in
-        # document order those of items and their fields: then each child is an item, each
-        # field a leaf in its place.
+        # Each child with as many children as the item has fields, and the tags in document
+        # order those of items and their fields: each child is an item, each field in place.
         nodes = list(element.iterdescendants())
         if list(map(len, element)) != [width] * len(element) or [
             e.tag for e in nodes

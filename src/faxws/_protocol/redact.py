@@ -4,11 +4,10 @@ A server may echo a PIN XML-escaped, a token endpoint a client secret URL-encode
 and JSON escape quotes, backslashes and tabs. So every place that shows text it did not write
 (error messages, logs, the CLI, the simulator's records) masks through :func:`redact`.
 
-It decodes the text once into a canonical form (XML character and entity references,
-percent-encoded UTF-8 or Latin-1 bytes, JSON and Python backslash escapes each become the
-character they spell), remembering where each character came from, finds each secret there
-(as given, and in Unicode NFC and NFD), and masks the original span. Mixed spellings are found
-as well as uniform ones, and the cost is linear in the text whatever the secret's length.
+The text is decoded into canonical forms (XML references, percent-encoded UTF-8 or Latin-1,
+JSON and Python backslash escapes each become the character they spell) that remember where
+each character came from; each secret (as given, NFC and NFD) is found there and its original
+span masked: mixed spellings too, in time linear in the text whatever the secret's length.
 """
 
 from __future__ import annotations

@@ -51,9 +51,8 @@ def has_dtd(root: etree._Element) -> bool:
 
 
 def namespace_error(used: etree.XMLParser) -> tuple[int, str] | None:
-    """The first namespace error of the last parse with ``used`` (an undeclared prefix),
-    which libxml2 reports without failing: the element keeps ``prefix:name`` as its tag,
-    which no reader can interpret, so such a document is refused like malformed XML."""
+    """The first namespace error (an undeclared prefix) of the last parse with ``used``, which
+    libxml2 does not fail: a tag ``prefix:name`` no reader can interpret is refused as malformed."""
     return first_namespace_error(used.error_log)
 
 

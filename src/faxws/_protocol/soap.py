@@ -30,10 +30,9 @@ PATH = "/fax/v5"
 RETRY_STATUSES = frozenset({502, 503, 504})
 
 
-# Request ids come from a generator of faxws's own, seeded from the system, and again in each
-# forked child (a worker forked after import would otherwise repeat its parent's ids); a
-# program seeding the random module does not touch it. Ids must be unique, not secret:
-# uuid.uuid4 asks the system for every one, a system call that lets other threads take the GIL.
+# Request ids must be unique, not secret: from a generator of faxws's own, seeded from the system
+# and again in each forked child (which would repeat its parent's ids), untouched by a program
+# seeding random; uuid.uuid4 makes a system call for each, letting other threads take the GIL.
 _ids = random.Random()  # noqa: S311 - identifiers, not secrets
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_ids.seed)

@@ -239,8 +239,7 @@ class _Writer:
                         <= STREAM_THRESHOLD
                     ):
                         # Encoded now while the body stays one sent whole anyway (a larger one
-                        # streams, each part within the time-out): a body of bytes alone is
-                        # sent without opening, measuring or reading any document.
+                        # streams, each part within the time-out): no document to open.
                         parts.append(binascii.b2a_base64(item.data, newline=False))
                     else:
                         parts.append(item)
@@ -358,9 +357,8 @@ class Body:
         return streams_of([p for p in self._parts if not isinstance(p, bytes)])
 
     def open(self, held: Sequence[tuple[object, threading.Lock]] | None = None) -> OpenBody:
-        """The body of one send: documents opened and measured now, so that Content-Length
-        is what will be sent. Close it (or use ``with``) to release files and locks;
-        ``held`` are the file objects' locks when the caller took them already."""
+        """The body of one send, documents measured now (Content-Length is what is sent); close
+        it to release files and locks. ``held``: the file objects' locks, if taken already."""
         sources = [p for p in self._parts if not isinstance(p, bytes)]
         return OpenBody(self._parts, open_all(sources, held))
 
@@ -398,9 +396,8 @@ class OpenBody:
         self._opened.close()
 
     def __iter__(self) -> Iterator[bytes]:
-        # Whatever a reader does, no more than the announced length is yielded, and the
-        # envelope's end only after exactly the announced bytes: a body that does not match
-        # its Content-Length is never completed.
+        # Whatever a reader does, no more than the announced length is yielded, and the end
+        # only after exactly that: a body not matching its Content-Length is never completed.
         sent = 0
         last = len(self._parts) - 1
         for i, part in enumerate(self._parts):

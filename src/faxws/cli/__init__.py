@@ -281,13 +281,10 @@ def _safe_message(
     words: Sequence[str],
     secrets: Collection[str],
 ) -> str:
-    """argparse's message with every value it quotes taken out.
-
-    Any value may be a secret: a token typed before the command becomes an "invalid choice",
-    a PIN after a misspelled flag an "unrecognized argument", and masking the known secrets
-    cannot know a misplaced one. So only the program's own words are kept: argument names,
-    choices, the problem; a message of a form not known here becomes a generic one.
-    """
+    """argparse's message with every value it quotes taken out. Any value may be a secret (a
+    token before the command is an "invalid choice", a PIN after a misspelled flag an
+    "unrecognized argument"), which masking the known secrets cannot find. So only the
+    program's own words are kept; a message of a form not known here becomes a generic one."""
     message = error.message
     # Each argument by the name argparse's messages give it.
     names = {argparse._get_action_name(a): a for a in _all_actions(root)}

@@ -117,8 +117,7 @@ def call(
             level = logger.level
             logger.addHandler(handler)
             logger.setLevel(logging.DEBUG)
-            # main() may run more than once in a process (tests, embedding): leave the
-            # logger as it was.
+            # main() may run again in this process (tests, embedding): the logger is put back.
             stack.callback(logger.setLevel, level)
             stack.callback(logger.removeHandler, handler)
         result, data, lines = action(stack)

@@ -48,10 +48,9 @@ class UsageError(Exception):
 
 
 class _Stream:
-    """One of the process's output streams, written so that a write cannot raise: text the
-    stream's encoding cannot hold goes out with backslash escapes (UTF-8 output is unchanged),
-    and the first failure (a closed pipe, a full disk, a closed descriptor) is kept for
-    :meth:`Outcome.finish` to report; later writes are dropped."""
+    """One of the process's output streams, where a write cannot raise: what its encoding cannot
+    hold goes out with backslash escapes, and the first failure (a closed pipe, a full disk, a
+    closed descriptor) is kept for :meth:`Outcome.finish` to report; later writes are dropped."""
 
     def __init__(self, stream: TextIO | None, name: str) -> None:
         self._stream = stream
@@ -104,10 +103,9 @@ class _Stream:
 
     def _failed(self, exc: Exception) -> None:
         self.failure = exc
-        # What the failed write left in the stream's buffer is flushed again at exit; failing
-        # then, Python prints "Exception ignored ... BrokenPipeError" and exits 120 whatever
-        # main() returned. The descriptor goes to devnull instead, as the Python documentation
-        # advises for a closed pipe.
+        # What the failed write left buffered is flushed again at exit, where failing prints
+        # "Exception ignored ... BrokenPipeError" and exits 120 whatever main() returned: the
+        # descriptor goes to devnull, as the Python documentation advises for a closed pipe.
         if self._stream is None:
             return
         try:
@@ -273,7 +271,7 @@ class Outcome:
             if hasattr(exc, key):
                 error[key] = getattr(exc, key)
         if isinstance(exc, BadInputError):
-            error["field"] = _flag_of_field(exc.field)
+            error["field"] = "/".join(_flag_of(part) for part in exc.field.split("/"))
             error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
         message = error["message"] = self.mask(error["message"])
         full = str(exc)
@@ -302,8 +300,7 @@ class Outcome:
     def failed(
         self, code: int, kind: str, message: str, said: str | None = None, summary: str = ""
     ) -> int:
-        """A failure the command found: ``said`` (else ``message``) on stderr, with the request
-        id when there is one."""
+        """A failure the command found: stderr says ``said`` (or ``message``) and any request id."""
         tail = f" (request id {self.request_id})" if self.request_id else ""
         error = _error(kind, message, request_id=self.request_id, maybe_delivered=self.sending)
         return self.fail(code, f"{self.prog}: {said or message}{tail}", error, summary)
@@ -332,6 +329,8 @@ def json_text(data: object, *, indent: int | None = 2, sort_keys: bool = True) -
 
 
 def _flag_of(name: str) -> str:
+    """A part of a BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token``
+    of ``token/pin``) as the flag the user typed (``--base-url``, ``--to (recipient 2)``)."""
     item = re.fullmatch(r"(recipients|files)\[(\d+)\](?:\.(\w+))?", name)
     if item is None:
         return FLAGS.get(name, name)
@@ -339,12 +338,6 @@ def _flag_of(name: str) -> str:
     if kind == "files":
         return f"FILE {int(index) + 1}"
     return f"{FLAGS.get(attr or 'fax_number', attr)} (recipient {int(index) + 1})"
-
-
-def _flag_of_field(field: str) -> str:
-    """A BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token/pin``) as
-    the flags the user typed (``--base-url``, ``--to (recipient 2)``, ``--token/--pin``)."""
-    return "/".join(_flag_of(part) for part in field.split("/"))
 
 
 def _flagged_text(text: str) -> str:
