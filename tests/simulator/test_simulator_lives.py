@@ -33,6 +33,7 @@ from simulated_calls import (
     vendor_time,
 )
 
+from faxws import BadInputError
 from faxws._protocol import assumptions as vendor
 from faxws._protocol.writer import envelope
 from faxws.bindings import (
@@ -411,3 +412,28 @@ def test_injected_errors_apply_to_the_new_operations(
     assert call(sim, SimpleGetFaxStatus(DEMO_USER_ID, DEMO_PIN, job_id)).return_ == -42
     assert simple_status(sim, job_id) == 3  # not cancelled
     assert len(sim.jobs) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"time_scale": 0}, "time_scale"),
+        ({"time_scale": float("inf")}, "time_scale"),
+        ({"time_scale": True}, "time_scale"),
+        ({"clock": 5.0}, "clock"),
+    ],
+)
+def test_a_bad_scale_or_clock_is_bad_input(options: dict[str, Any], field: str) -> None:
+    with pytest.raises(BadInputError) as info:
+        FaxWSSimulator(**options)
+    assert info.value.field == field
+
+
+def test_a_manual_clock_moves_only_forward_and_only_when_told() -> None:
+    clock = ManualClock(100)
+    assert (clock(), clock.now()) == (100.0, 100.0)
+    assert clock.advance(2.5) == 102.5
+    for bad in (-1, float("nan"), "1"):
+        with pytest.raises(BadInputError):
+            clock.advance(bad)  # type: ignore[arg-type]
+    assert clock.now() == 102.5

@@ -42,10 +42,9 @@ th, td { text-align: left; vertical-align: top; padding: 4px 8px; border-bottom:
 th { background: #f4f4f4; } code { font-size: 0.9em; } .muted { color: #777; }
 .deviation { color: #8a5300; } .refusal { color: #a00; } .when { white-space: nowrap; }
 .document { margin: 1em 0; } embed, img { max-width: 100%; border: 1px solid #ccc; }
-.s1 { color: #060; } .s2 { color: #a00; } .s3 { color: #05a; }
+.s1 { color: #060; } .s2 { color: #a00; } .s3 { color: #05a; } /* by status id */
 iframe { width: 100%; height: 16em; border: 0; }
 """
-_STATUS = {1: "succeeded", 2: "failed", 3: "in progress"}
 
 
 def is_inbox_path(path: str) -> bool:
@@ -94,15 +93,15 @@ def _link(path: str, text: str, token: str | None, **params: str) -> str:
 
 
 def _status(p: JobProgress) -> str:
-    """One recipient's job in a line: its status, where it is, pages, attempts, push."""
-    status = int(p.status)
+    """One recipient's job in a line: where it is (coloured by its status), pages, attempts,
+    push."""
     push = ""
     if p.push is not None:
         push = f" &middot; push {_e(p.push.state)}"
         push += f" ({_e(p.push.result)})" if p.push.result else ""
     return (
-        f"<code>{_e(p.job_id)}</code> <span class=s{status}>{_e(_STATUS[status])}</span>: "
-        f"{_e(p.description)} &middot; pages {p.pages_sent}/{p.pages_total} &middot; "
+        f"<code>{_e(p.job_id)}</code> <span class=s{int(p.status)}>{_e(p.description)}</span>"
+        f" &middot; pages {p.pages_sent}/{p.pages_total} &middot; "
         f"attempts {p.attempts}{push}"
     )
 

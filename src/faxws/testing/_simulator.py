@@ -270,7 +270,8 @@ class FaxWSSimulator:
 
     @property
     def jobs(self) -> list[SimulatedJob]:
-        """The jobs SendFax accepted so far, oldest first (a copy)."""
+        """The jobs SendFax and SendFaxEx accepted so far, oldest first (a copy); where each
+        recipient's job is now: :meth:`progress`."""
         with self._state.lock:
             return list(self._state.jobs)
 

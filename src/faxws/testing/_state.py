@@ -1,8 +1,9 @@
 """What the simulator holds: the accounts and the tokens it issued, the requests it received
-(bodies within a budget), the jobs it accepted and their documents, the pending faults.
+(bodies within a budget), the jobs it accepted and their documents, what changed for each
+recipient's job since (its track: plan, cancel, push), the pending faults.
 
-Every lookup a call makes is by key (job id, token), so a call costs the same with many jobs
-as with few; the lock is held only for those lookups and for appending.
+Every lookup a call makes is by key (job id, user and ReferenceId, token), so a call costs the
+same with many jobs as with few; the lock is held only for those lookups and for changes.
 """
 
 from __future__ import annotations
