@@ -61,7 +61,7 @@ def first_push(details: FaxJob | None) -> PushRecord | None:
     """The push a job's details ask for: None for none, else pending or skipped."""
     if details is None or details.notify_type != vendor.NOTIFY_TYPES["post"]:
         return None
-    if _problem(details.notify_destination) is not None:
+    if not _is_http_url(details.notify_destination):
         return PushRecord(
             "skipped",
             result="NotifyDestination is not an http(s) URL (account URL templates are "
@@ -70,15 +70,13 @@ def first_push(details: FaxJob | None) -> PushRecord | None:
     return PushRecord("pending")
 
 
-def _problem(url: str) -> str | None:
+def _is_http_url(url: str) -> bool:
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is none
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
     except ValueError:
-        return "not a URL"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "not an http(s) URL"
-    return None
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 class Pusher:
