@@ -98,15 +98,12 @@ class MockTransport:
     def _as_the_network(request: Request, handed: Request) -> Iterator[None]:
         """The handler plays the network: the request went out unless it raises an error
         saying that nothing did (``maybe_delivered=False``, as ConnectError says)."""
+        request.written = True
         try:
             yield
         except FaxWSError as exc:
             request.written = handed.written = exc.maybe_delivered
             raise
-        except BaseException:
-            request.written = True
-            raise
-        request.written = True
 
     @staticmethod
     def _checked(answer: object) -> Response:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -444,6 +445,52 @@ def test_a_written_request_may_have_been_delivered_in_zeep_too(
         client.service.SendFax(Recipients={"item": [ZEEP_RECIPIENT]}, FaxJobFiles={"item": [file]})
     assert info.value.maybe_delivered is True
     assert transport.posted == 1
+
+
+def test_a_mock_transport_counts_a_request_as_written_unless_told_nothing_went_out() -> None:
+    """The handler plays the network: an answer, any failure, or a cancellation while an
+    async handler is awaited leaves the request written; only an error saying that nothing
+    was sent leaves it not written."""
+
+    def attempt() -> Request:
+        return Request("https://fax.example.com/fax/v5", {}, b"<e/>", 4, "rid")
+
+    def handler(request: Request) -> Response:
+        if failures:
+            raise failures.pop(0)
+        return Response(200, {}, report_response())
+
+    failures: list[Exception] = [
+        ConnectError("refused"),
+        RuntimeError("broken"),
+        TransportError("reset", maybe_delivered=True),
+    ]
+    transport = MockTransport(handler)
+    written: list[bool] = []
+    for _ in range(4):
+        request = attempt()
+        with contextlib.suppress(Exception):
+            transport.post(request)
+        written.append(request.written)
+    assert written == [False, True, True, True]
+
+    async def cancelled() -> bool:
+        started = asyncio.Event()
+
+        async def hangs(request: Request) -> Response:
+            started.set()
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
+
+        request = attempt()
+        task = asyncio.ensure_future(MockTransport(hangs).post_async(request))
+        await asyncio.wait_for(started.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return request.written
+
+    assert asyncio.run(cancelled()) is True
 
 
 def test_requests_and_responses_show_no_secret() -> None:
