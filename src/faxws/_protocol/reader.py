@@ -14,16 +14,7 @@ from lxml import etree
 from faxws._log import logger
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.soap import SOAP11_NS, SOAP12_NS
-from faxws._protocol.xsd import (
-    INT_MAX,
-    INT_MIN,
-    LONG_MAX,
-    LONG_MIN,
-    Operation,
-    XmlField,
-    XmlType,
-    namespace_of,
-)
+from faxws._protocol.xsd import RANGES, Operation, XmlField, XmlType, namespace_of
 from faxws.errors import (
     AuthenticationError,
     HTTPStatusError,
@@ -274,8 +265,8 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
         if token in ("false", "0"):
             return False
         raise _misfit(element, f" is not a boolean: {token[:40]!r}")
-    if xsd_type in ("int", "long"):
-        low, high = (INT_MIN, INT_MAX) if xsd_type == "int" else (LONG_MIN, LONG_MAX)
+    if xsd_type in RANGES:
+        low, high = RANGES[xsd_type]
         try:
             if len(token) > 25:
                 raise ValueError

@@ -19,15 +19,7 @@ from lxml import etree
 from faxws._protocol.checks import describe_char
 from faxws._protocol.content import BytesSource, Opened, Reader, Source, open_all, streams_of
 from faxws._protocol.soap import SOAP11_NS
-from faxws._protocol.xsd import (
-    INT_MAX,
-    INT_MIN,
-    LONG_MAX,
-    LONG_MIN,
-    XmlField,
-    XmlType,
-    namespace_of,
-)
+from faxws._protocol.xsd import RANGES, XmlField, XmlType, namespace_of
 from faxws.errors import BadInputError, DocumentError
 
 __all__ = [
@@ -67,7 +59,6 @@ def base64_length(size: int) -> int:
 
 _TEXT, _INT, _BOOL, _BINARY, _COMPLEX = range(5)
 _KINDS = {"string": _TEXT, "int": _INT, "long": _INT, "boolean": _BOOL, "base64Binary": _BINARY}
-_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 
 
 class _Writer:
@@ -204,7 +195,7 @@ class _Writer:
                         raise
                     ap(close)
             elif kind == _INT:
-                low_value, high_value = _RANGES[f.xsd_type]
+                low_value, high_value = RANGES[f.xsd_type]
                 for item in items:
                     if type(item) is not int and (
                         isinstance(item, bool) or not isinstance(item, int)

@@ -16,6 +16,8 @@ NAMESPACE = "urn:FaxWS"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 #: xs:long bounds (TTFP).
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+#: The bounds of each integer type, as the writer and the reader check them.
+RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 
 
 #: base64Binary content that is read while sending (see :mod:`faxws._protocol.content`).

@@ -5,9 +5,8 @@ errors included, is also one JSON object on stdout. Secrets (PIN, token, client 
 never printed, also not with ``--verbose`` and not in usage errors. Output cannot fail on
 encoding, and a stream that cannot be written ends the run with one line, never a traceback.
 
-Only the standard library is imported at start, so ``faxws --help`` stays fast; each command's
-module imports what its ``run`` needs; ``_client`` builds the client, ``_output`` writes every
-outcome.
+Only the standard library is imported at start, so ``faxws --help`` stays fast: each command's
+module imports what its ``run`` needs.
 """
 
 from __future__ import annotations
@@ -73,28 +72,6 @@ _seconds = _checked(float, lambda v: 0 < v < float("inf"), SECONDS_PROBLEM)  # n
 _JSON_HELP = "print JSON for machines"
 
 
-def _client_options() -> _Parser:
-    p = _Parser(add_help=False)
-    g = p.add_argument_group(
-        "connection and credentials (flags win over the FAXWS_* environment variables)"
-    )
-    for key, text in SETTINGS.items():
-        g.add_argument(FLAGS[key], help=text.format(ENV[key]))
-    g.add_argument("--timeout", type=_seconds, default=None, help="seconds (default 60)")
-    g.add_argument(
-        "--insecure-http",
-        action="store_true",
-        help="allow credentials over plain http to a non-loopback host",
-    )
-    o = p.add_argument_group("output")
-    o.add_argument("--request-id", help="x-ch-request-id to send (default: a fresh UUID4)")
-    o.add_argument("--json", action="store_true", help=_JSON_HELP)
-    o.add_argument(
-        "-v", "--verbose", action="store_true", help="log the exchange to stderr (never secrets)"
-    )
-    return p
-
-
 def build_parser() -> argparse.ArgumentParser:
     from faxws._version import __version__
 
@@ -106,7 +83,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"faxws {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    common = _client_options()
+    common = _Parser(add_help=False)  # the options of the commands that call the service
+    g = common.add_argument_group(
+        "connection and credentials (flags win over the FAXWS_* environment variables)"
+    )
+    for key, text in SETTINGS.items():
+        g.add_argument(FLAGS[key], help=text.format(ENV[key]))
+    g.add_argument("--timeout", type=_seconds, default=None, help="seconds (default 60)")
+    g.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="allow credentials over plain http to a non-loopback host",
+    )
+    o = common.add_argument_group("output")
+    o.add_argument("--request-id", help="x-ch-request-id to send (default: a fresh UUID4)")
+    o.add_argument("--json", action="store_true", help=_JSON_HELP)
+    o.add_argument(
+        "-v", "--verbose", action="store_true", help="log the exchange to stderr (never secrets)"
+    )
 
     def command(name: str, module: ModuleType, *parents: _Parser) -> argparse.ArgumentParser:
         """The parser of a command whose module has its words and its ``run``."""
