@@ -24,16 +24,16 @@ from faxws._protocol.request_reader import (
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 
 
-def send_fax(*files: str, extra: str = "") -> bytes:
+def send_fax(*files: str, extra: str = "", operation: str = "SendFax") -> bytes:
     items = "".join(
         f"<item><FileIndex>{i}</FileIndex><FileTypeId>101</FileTypeId><FileData>{text}"
         "</FileData></item>"
         for i, text in enumerate(files, 1)
     )
     return (
-        f'<soap:Envelope xmlns:soap="{SOAP}"><soap:Body><SendFax xmlns="urn:FaxWS">'
+        f'<soap:Envelope xmlns:soap="{SOAP}"><soap:Body><{operation} xmlns="urn:FaxWS">'
         f"<UserID>u</UserID><strPIN>p</strPIN>{extra}<FaxJobFiles>{items}</FaxJobFiles>"
-        "</SendFax></soap:Body></soap:Envelope>"
+        f"</{operation}></soap:Body></soap:Envelope>"
     ).encode()
 
 
@@ -82,14 +82,16 @@ def read(
 WAYS = [None, 1, 7, 4096]
 
 
+@pytest.mark.parametrize("operation", ["SendFax", "SendFaxEx"])
 @pytest.mark.parametrize("chunk", WAYS)
-def test_documents_are_decoded_and_left_out_of_the_tree(chunk: int | None) -> None:
+def test_documents_are_decoded_and_left_out_of_the_tree(chunk: int | None, operation: str) -> None:
     first, second = bytes(range(256)) * 3, b"%PDF-1.4 second"
     wrapped = "\n ".join(base64.b64encode(first).decode()[i : i + 76] for i in range(0, 1024, 76))
-    reader, documents = read(send_fax(wrapped, base64.b64encode(second).decode()), chunk)
+    body = send_fax(wrapped, base64.b64encode(second).decode(), operation=operation)
+    reader, documents = read(body, chunk)
     assert reader.refusal is None
     assert documents == {1: first, 2: second}
-    assert reader.operation == "SendFax"
+    assert reader.operation == operation
     assert reader.root is not None
     texts = [e.text for e in reader.root.iter("{urn:FaxWS}FileData")]
     assert texts == [None, None]

@@ -46,15 +46,21 @@ MAX_ATTRIBUTES = 64  # on one element (lxml's tree builder is quadratic in them)
 
 ENVELOPE = f"{{{SOAP11_NS}}}Envelope"
 BODY = f"{{{SOAP11_NS}}}Body"
-# Where document content sits: its base64 is decoded as it arrives, never kept as text.
-_FILE_DATA = (
-    ENVELOPE,
-    BODY,
-    f"{{{NAMESPACE}}}SendFax",
-    f"{{{NAMESPACE}}}FaxJobFiles",
-    f"{{{NAMESPACE}}}item",
-    f"{{{NAMESPACE}}}FileData",
-)
+# Where document content sits (Envelope/Body/<a send>/FaxJobFiles/item/FileData): its
+# base64 is decoded as it arrives, never kept as text.
+_SENDS = frozenset({f"{{{NAMESPACE}}}SendFax", f"{{{NAMESPACE}}}SendFaxEx"})
+_FILES = (f"{{{NAMESPACE}}}FaxJobFiles", f"{{{NAMESPACE}}}item", f"{{{NAMESPACE}}}FileData")
+_FILE_DEPTH = 6
+
+
+def _on_file_path(stack: list[str]) -> bool:
+    depth = len(stack)
+    return (
+        depth >= 5
+        and stack[2] in _SENDS
+        and tuple(stack[3:]) == _FILES[: depth - 3]
+        and stack[:2] == [ENVELOPE, BODY]
+    )
 _HEADER = f"{{{SOAP11_NS}}}Header"
 _PARTS = frozenset({ENVELOPE, _HEADER, BODY})
 _CONTRACT_PREFIXES = frozenset({"soap"})  # of the envelope's own elements
@@ -209,28 +215,30 @@ class _Target:
         depth = len(self._stack)
         if depth == 3 and self.operation is None and self._stack[:2] == [ENVELOPE, BODY]:
             self.operation = OPERATION_TAGS.get(tag)
-        if depth == 5 and tuple(self._stack) == _FILE_DATA[:5]:
-            self._items += 1
-        elif depth == 6 and tuple(self._stack) == _FILE_DATA:
-            self._guard(self._open_document)
+        if depth in (5, _FILE_DEPTH) and _on_file_path(self._stack):
+            if depth == 5:
+                self._items += 1
+            else:
+                self._guard(self._open_document)
         # lxml hands the default namespace's prefix over as "", TreeBuilder wants None.
         prefixes = {k or None: v for k, v in nsmap.items()} if nsmap else None
         self._builder.start(tag, dict(attrib), prefixes)
 
     def _open_document(self) -> None:
         sink = self._documents(self._items)
-        where = f"/SendFax/FaxJobFiles/item[{self._items}]/FileData"
+        send = self._stack[2].rpartition("}")[2]
+        where = f"/{send}/FaxJobFiles/item[{self._items}]/FileData"
         self._document = (Base64Decoder(where, sink.write), sink)
 
     def data(self, text: str) -> None:
-        if self._document is not None and len(self._stack) == len(_FILE_DATA):
+        if self._document is not None and len(self._stack) == _FILE_DEPTH:
             self._guard(self._document[0].write, text)
             return
         self._count_text(len(text))
         self._builder.data(text)
 
     def end(self, tag: str) -> None:
-        if self._document is not None and len(self._stack) == len(_FILE_DATA):
+        if self._document is not None and len(self._stack) == _FILE_DEPTH:
             (decoder, sink), self._document = self._document, None
             self._guard(decoder.finish)
             self._guard(sink.close)
