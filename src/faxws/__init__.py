@@ -35,8 +35,16 @@ if TYPE_CHECKING:
         ServiceError,
         SoapFaultError,
         TransportError,
+        WaitTimeoutError,
     )
+    from faxws.jobs import JobOptions, Notify
     from faxws.models import BroadcastReportResult, FaxFile, FileType, Recipient, SendFaxResult
+    from faxws.notifications import (
+        DeliveryNotification,
+        NotificationAuthError,
+        NotificationError,
+    )
+    from faxws.status import CancelResult, FaxStatus, JobStatus, RealTimeFaxStatus, ReferenceStatus
     from faxws.validation import ValidationIssue, validate, validate_or_raise
 
 #: Each public name's module, imported on first use.
@@ -48,8 +56,11 @@ _EXPORTS = {
         ("faxws.client", "AsyncFaxClient FaxClient"),
         ("faxws.errors", "AuthenticationError BadInputError ConnectError DocumentError"),
         ("faxws.errors", "FaxWSError HTTPStatusError ProtocolError RequestTimeoutError"),
-        ("faxws.errors", "ServiceError SoapFaultError TransportError"),
+        ("faxws.errors", "ServiceError SoapFaultError TransportError WaitTimeoutError"),
+        ("faxws.jobs", "JobOptions Notify"),
         ("faxws.models", "BroadcastReportResult FaxFile FileType Recipient SendFaxResult"),
+        ("faxws.notifications", "DeliveryNotification NotificationAuthError NotificationError"),
+        ("faxws.status", "CancelResult FaxStatus JobStatus RealTimeFaxStatus ReferenceStatus"),
         ("faxws.validation", "ValidationIssue validate validate_or_raise"),
     )
     for name in names.split()
@@ -61,16 +72,26 @@ __all__ = [
     "AuthenticationError",
     "BadInputError",
     "BroadcastReportResult",
+    "CancelResult",
     "ClientOptions",
     "ConnectError",
+    "DeliveryNotification",
     "DocumentError",
     "FaxClient",
     "FaxFile",
+    "FaxStatus",
     "FaxWSError",
     "FileType",
     "HTTPStatusError",
+    "JobOptions",
+    "JobStatus",
+    "NotificationAuthError",
+    "NotificationError",
+    "Notify",
     "ProtocolError",
+    "RealTimeFaxStatus",
     "Recipient",
+    "ReferenceStatus",
     "RequestTimeoutError",
     "SendFaxResult",
     "ServiceError",
@@ -78,6 +99,7 @@ __all__ = [
     "TokenProvider",
     "TransportError",
     "ValidationIssue",
+    "WaitTimeoutError",
     "__version__",
     "validate",
     "validate_or_raise",

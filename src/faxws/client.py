@@ -3,10 +3,14 @@ and for asyncio (:class:`AsyncFaxClient`), sharing everything but the exchange i
 
 from __future__ import annotations
 
+import asyncio
+import math
 import operator
+import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -14,23 +18,41 @@ from faxws._http.options import UNSET, ClientOptions, resolve
 from faxws._http.shared import Response, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
+from faxws._protocol import assumptions as vendor
 from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
 from faxws._protocol.content import Source
 from faxws._protocol.reader import interpret
+from faxws._protocol.redact import redact as mask
 from faxws._protocol.soap import PATH, new_request_id
+from faxws._protocol.waiting import Waiting
 from faxws._protocol.writer import Body, as_values, envelope
 from faxws._protocol.xsd import Operation
+from faxws._telemetry import traced
 from faxws.auth import Credentials, Token, credentials_from
 from faxws.bindings import (
+    CANCEL_FAX,
     GET_FAX_BROADCAST_REPORT,
+    GET_FAX_STATUS,
+    GET_REAL_TIME_FAX_STATUS_EX2,
     SEND_FAX,
+    SEND_FAX_EX,
+    SIMPLE_GET_FAX_STATUS,
+    CancelFax,
     FaxJobFiles,
+    FaxJobId,
+    FaxJobIds,
     FaxJobRecipients,
+    FaxSendExResponse,
     FaxSendResponse,
     GetFaxBroadcastReport,
+    GetFaxStatus,
+    GetRealTimeFaxStatusEx2,
     SendFax,
+    SendFaxEx,
+    SimpleGetFaxStatus,
 )
-from faxws.errors import BadInputError
+from faxws.errors import BadInputError, FaxWSError, ServiceError, WaitTimeoutError
+from faxws.jobs import JobOptions, job_details
 from faxws.models import (
     BroadcastReportResult,
     FaxFile,
@@ -38,12 +60,22 @@ from faxws.models import (
     SendFaxResult,
     check_recipient,
 )
+from faxws.status import (
+    CancelResult,
+    FaxStatus,
+    RealTimeFaxStatus,
+    ReferenceStatus,
+    _fax_status,
+    _real_time_status,
+    job_status,
+)
 
 if TYPE_CHECKING:
     from faxws._http.async_caller import AsyncCaller
 
 __all__ = ["AsyncFaxClient", "FaxClient"]
 
+SendResponse = FaxSendResponse | FaxSendExResponse
 RequestT = TypeVar("RequestT")
 ResponseT = TypeVar("ResponseT")
 
@@ -156,19 +188,85 @@ class _ClientBase(Generic[TokenT]):
         return f"{name}(url={self._url!r}, user_id={self._user_id!r}, auth={self._auth!r})"
 
     def _send_fax_request(
-        self, recipients: Sequence[Recipient | str], files: Sequence[FaxFile]
-    ) -> tuple[SendFax, int]:
-        """The request, and how many recipients it names."""
+        self,
+        recipients: Sequence[Recipient | str],
+        files: Sequence[FaxFile],
+        options: JobOptions | None,
+    ) -> tuple[Operation[Any, Any], SendFax | SendFaxEx, int, str | None]:
+        """The operation and request, how many recipients it names, and its ReferenceId."""
         # Recipients and files in the writer's tuple form: no object made for each of a
         # thousand recipients (the values were checked as the models were made).
         rows = _recipients(recipients)
-        request = SendFax(
-            user_id=self._user_id,
-            str_pin=self._auth.pin(),
-            recipients=as_values(FaxJobRecipients, (rows,)),
-            fax_job_files=as_values(FaxJobFiles, (_files(files),)),
+        named = as_values(FaxJobRecipients, (rows,))
+        jobs = as_values(FaxJobFiles, (_files(files),))
+        if options is None:
+            return SEND_FAX, SendFax(self._user_id, self._auth.pin(), named, jobs), len(rows), None
+        if not isinstance(options, JobOptions):
+            raise BadInputError("options", f"must be a JobOptions, not {type(options).__name__}")
+        reference = options.reference_id or vendor.new_reference_id()
+        details = job_details(options, reference, datetime.now(timezone.utc))
+        request = SendFaxEx(self._user_id, self._auth.pin(), named, jobs, details)
+        return SEND_FAX_EX, request, len(rows), reference
+
+    def _job_ids(
+        self, job_ids: Sequence[str], batch_size: int, request_id: str | None
+    ) -> list[list[str]]:
+        """Distinct job ids, in the order given, in calls of at most ``batch_size``."""
+        if isinstance(job_ids, (str, bytes)) or not isinstance(job_ids, Sequence):
+            raise BadInputError("job_ids", "must be a list of job ids")
+        if not job_ids:
+            raise BadInputError("job_ids", "must hold at least one job id")
+        for i, job_id in enumerate(job_ids):
+            check_text(f"job_ids[{i}]", job_id, required=True)
+        size = check_int("batch_size", batch_size, 1, 10_000)
+        ids = list(dict.fromkeys(job_ids))
+        batches = [ids[i : i + size] for i in range(0, len(ids), size)]
+        if request_id is not None and len(batches) > 1:
+            raise BadInputError(
+                "request_id", f"names one call; {len(ids)} job ids make {len(batches)} calls"
+            )
+        return batches
+
+    def _status_request(self, job_ids: list[str]) -> GetFaxStatus:
+        ids = FaxJobIds(item=tuple(FaxJobId(i) for i in job_ids))
+        return GetFaxStatus(self._user_id, self._auth.pin(), ids)
+
+    def _real_time_request(self, job_ids: list[str]) -> GetRealTimeFaxStatusEx2:
+        ids = FaxJobIds(item=tuple(FaxJobId(i) for i in job_ids))
+        return GetRealTimeFaxStatusEx2(self._user_id, self._auth.pin(), ids)
+
+    def _reference_request(self, reference_id: str) -> SimpleGetFaxStatus:
+        check_text("reference_id", reference_id, required=True)
+        job = vendor.REFERENCE_PREFIX + reference_id
+        return SimpleGetFaxStatus(self._user_id, self._auth.pin(), job)
+
+    def _cancel_request(self, job_id: str) -> CancelFax:
+        return CancelFax(
+            self._user_id, self._auth.pin(), check_text("job_id", job_id, required=True)
         )
-        return request, len(rows)
+
+    def _waiting(
+        self, jobs: SendFaxResult | Sequence[str], timeout: float, batch_size: int
+    ) -> Waiting[RealTimeFaxStatus]:
+        first = 0.0
+        if isinstance(jobs, SendFaxResult):
+            first = float(max(jobs.ttfp, 0))
+            jobs = jobs.job_ids
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise BadInputError("timeout", "must be a number of seconds above 0")
+        ids = self._job_ids(jobs, batch_size, None)
+        return Waiting(
+            [i for batch in ids for i in batch],
+            timeout=float(timeout),
+            first=first,
+            batch_size=batch_size,
+            clock=time.monotonic,
+        )
 
     def _report_request(
         self, job_id: str, recipient_type: int | None, recip_address: str | None
@@ -202,8 +300,16 @@ class _ClientBase(Generic[TokenT]):
             exc.request_id = rid
             raise
 
-    def _read(self, operation: Operation[Any, ResponseT], raw: Response, rid: str) -> ResponseT:
-        return interpret(operation, raw.status, raw.content, rid, self._auth.redact)
+    def _read(
+        self, operation: Operation[Any, ResponseT], raw: Response, rid: str, secret: str = ""
+    ) -> ResponseT:
+        redact = self._auth.redact
+        if secret:  # a notification password the service might echo
+
+            def redact(text: str) -> str:
+                return mask(self._auth.redact(text), (secret,))
+
+        return interpret(operation, raw.status, raw.content, rid, redact)
 
     def _traced(self, raw: Response) -> dict[str, Any]:
         """A result's fields from the answer's tracing headers, any echoed secret masked."""
@@ -218,7 +324,7 @@ class _ClientBase(Generic[TokenT]):
         }
 
     def _send_fax_result(
-        self, rid: str, sent: int, response: FaxSendResponse, raw: Response
+        self, rid: str, sent: int, response: SendResponse, raw: Response, reference: str | None
     ) -> SendFaxResult:
         """``sent``: how many recipients the request named."""
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
@@ -231,8 +337,19 @@ class _ClientBase(Generic[TokenT]):
                 sent,
             )
         return SendFaxResult(
-            job_ids=job_ids, ttfp=response.ttfp, request_id=rid, **self._traced(raw)
+            job_ids=job_ids,
+            ttfp=response.ttfp,
+            request_id=rid,
+            reference_id=reference,
+            **self._traced(raw),
         )
+
+    def _reference_result(self, reference_id: str, value: int, rid: str) -> ReferenceStatus:
+        if value == vendor.JOB_NOT_FOUND:
+            return ReferenceStatus(reference_id, False, value, None)
+        if value < 0:
+            raise ServiceError(value, "SimpleGetFaxStatus answered an error code", request_id=rid)
+        return ReferenceStatus(reference_id, True, value, job_status(value))
 
     def _report_result(
         self, rid: str, request: GetFaxBroadcastReport, raw: Response
@@ -281,15 +398,115 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         recipients: Sequence[Recipient | str],
         files: Sequence[FaxFile],
         request_id: str | None = None,
+        *,
+        options: JobOptions | None = None,
     ) -> SendFaxResult:
-        """Submit a fax job: every file to every recipient. Never sent again automatically once
-        any byte may have reached the service; a bad argument raises BadInputError before
-        anything is sent (every error: :mod:`faxws.errors`)."""
+        """Submit a fax job: every file to every recipient; as SendFaxEx with ``options``
+        (schedule, sender, cover, notification; always a ReferenceId, made when not given),
+        else as SendFax. Never sent again automatically once any byte may have reached the
+        service (an error then carries the ``reference_id`` to look the job up by); a bad
+        argument raises BadInputError before anything is sent (every error:
+        :mod:`faxws.errors`)."""
+        rid = _request_id(request_id)
+        reference = None
+        try:
+            with call_boundary(rid):
+                operation, request, named, reference = self._send_fax_request(
+                    recipients, files, options
+                )
+                response, raw = self._call(
+                    operation, request, rid, idempotent=False, secret=_notify_secret(options)
+                )
+                return self._send_fax_result(rid, named, response, raw, reference)
+        except FaxWSError as exc:
+            exc.reference_id = reference
+            raise
+
+    def get_fax_status(
+        self,
+        job_ids: Sequence[str],
+        *,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+        request_id: str | None = None,
+    ) -> list[FaxStatus]:
+        """The status of each job (GetFaxStatus), as many ids per call as ``batch_size``;
+        retried as any idempotent call. Each status carries its own error (an unknown id:
+        ``error_code`` -5019)."""
+        statuses: list[FaxStatus] = []
+        for batch in self._job_ids(job_ids, batch_size, request_id):
+            rid = _request_id(request_id)
+            with call_boundary(rid):
+                request = self._status_request(batch)
+                response, _ = self._call(GET_FAX_STATUS, request, rid, idempotent=True)
+                statuses += map(_fax_status, response.fax_status_list.item)
+        return statuses
+
+    def get_real_time_fax_status(
+        self,
+        job_ids: Sequence[str],
+        *,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+        request_id: str | None = None,
+    ) -> list[RealTimeFaxStatus]:
+        """The status of each job with its delivery progress (pages sent of total, delivery
+        time, call duration, remote CSID, ReferenceId), by GetRealTimeFaxStatusEx2; as
+        :meth:`get_fax_status`."""
+        statuses: list[RealTimeFaxStatus] = []
+        for batch in self._job_ids(job_ids, batch_size, request_id):
+            rid = _request_id(request_id)
+            with call_boundary(rid):
+                statuses += self._real_time_batch(batch, rid)
+        return statuses
+
+    def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
+        request = self._real_time_request(batch)
+        response, _ = self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
+        return list(map(_real_time_status, response.fax_status_list.item))
+
+    def get_status_by_reference(
+        self, reference_id: str, *, request_id: str | None = None
+    ) -> ReferenceStatus:
+        """The status SimpleGetFaxStatus gives for ``JRI-<reference_id>``. ``found`` False
+        right after a lost answer does not prove that nothing was sent (the vendor does not say
+        how soon a job becomes visible)."""
         rid = _request_id(request_id)
         with call_boundary(rid):
-            request, named = self._send_fax_request(recipients, files)
-            response, raw = self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, named, response, raw)
+            request = self._reference_request(reference_id)
+            response, _ = self._call(SIMPLE_GET_FAX_STATUS, request, rid, idempotent=True)
+            return self._reference_result(reference_id, response.return_, rid)
+
+    def cancel_fax(self, job_id: str, *, request_id: str | None = None) -> CancelResult:
+        """Ask the service to cancel a job that has not ended; never sent again automatically
+        once a byte may have reached it. A job that ended, or an unknown one, is a
+        ServiceError."""
+        rid = _request_id(request_id)
+        with call_boundary(rid):
+            request = self._cancel_request(job_id)
+            _, raw = self._call(CANCEL_FAX, request, rid, idempotent=False)
+            return CancelResult(request.job_id, rid, self._traced(raw)["activity_id"])
+
+    def wait_for_delivery(
+        self,
+        jobs: SendFaxResult | Sequence[str],
+        *,
+        timeout: float,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+    ) -> list[RealTimeFaxStatus]:
+        """Poll until every job has ended and give their final statuses (succeeded or failed:
+        check each one). The first poll after the send's TTFP (given a SendFaxResult), then
+        intervals doubling up to a minute, with jitter; ``batch_size`` ids per call. Raises
+        WaitTimeoutError, carrying the last statuses seen, when ``timeout`` seconds pass."""
+        waiting = self._waiting(jobs, timeout, batch_size)
+        rid = ""
+        while (delay := waiting.next_delay()) is not None:
+            time.sleep(delay)
+            for batch in waiting.batches():
+                rid = _request_id(None)
+                with call_boundary(rid):
+                    waiting.record(self._real_time_batch(batch, rid))
+            if waiting.done:
+                return waiting.results()
+        raise _timed_out(waiting, timeout, rid)
 
     def get_fax_broadcast_report(
         self,
@@ -315,10 +532,11 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         rid: str,
         *,
         idempotent: bool,
+        secret: str = "",
     ) -> tuple[ResponseT, Response]:
         body = self._body(request, rid)
         whole = body.whole  # nothing to open: small documents in memory are encoded already
-        with ExitStack() as opened:
+        with ExitStack() as opened, traced(operation.name, self._url, rid) as span:
             # Documents are measured now: Content-Length is what they hold at this moment.
             payload = whole if whole is not None else opened.enter_context(body.open()).payload()
             raw = self._caller.call(
@@ -329,7 +547,8 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 operation.soap_action,
                 idempotent=idempotent,
             )
-            return self._read(operation, raw, rid), raw
+            span.answered(self._traced(raw)["activity_id"])
+            return self._read(operation, raw, rid, secret), raw
 
 
 class AsyncFaxClient(_ClientBase[Token]):
@@ -367,13 +586,101 @@ class AsyncFaxClient(_ClientBase[Token]):
         recipients: Sequence[Recipient | str],
         files: Sequence[FaxFile],
         request_id: str | None = None,
+        *,
+        options: JobOptions | None = None,
     ) -> SendFaxResult:
         """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
         rid = _request_id(request_id)
+        reference = None
+        try:
+            with call_boundary(rid):
+                operation, request, named, reference = self._send_fax_request(
+                    recipients, files, options
+                )
+                response, raw = await self._call(
+                    operation, request, rid, idempotent=False, secret=_notify_secret(options)
+                )
+                return self._send_fax_result(rid, named, response, raw, reference)
+        except FaxWSError as exc:
+            exc.reference_id = reference
+            raise
+
+    async def get_fax_status(
+        self,
+        job_ids: Sequence[str],
+        *,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+        request_id: str | None = None,
+    ) -> list[FaxStatus]:
+        """The status of each job (see :meth:`FaxClient.get_fax_status`)."""
+        statuses: list[FaxStatus] = []
+        for batch in self._job_ids(job_ids, batch_size, request_id):
+            rid = _request_id(request_id)
+            with call_boundary(rid):
+                request = self._status_request(batch)
+                response, _ = await self._call(GET_FAX_STATUS, request, rid, idempotent=True)
+                statuses += map(_fax_status, response.fax_status_list.item)
+        return statuses
+
+    async def get_real_time_fax_status(
+        self,
+        job_ids: Sequence[str],
+        *,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+        request_id: str | None = None,
+    ) -> list[RealTimeFaxStatus]:
+        """Each job's status with its progress (see
+        :meth:`FaxClient.get_real_time_fax_status`)."""
+        statuses: list[RealTimeFaxStatus] = []
+        for batch in self._job_ids(job_ids, batch_size, request_id):
+            rid = _request_id(request_id)
+            with call_boundary(rid):
+                statuses += await self._real_time_batch(batch, rid)
+        return statuses
+
+    async def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
+        request = self._real_time_request(batch)
+        response, _ = await self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
+        return list(map(_real_time_status, response.fax_status_list.item))
+
+    async def get_status_by_reference(
+        self, reference_id: str, *, request_id: str | None = None
+    ) -> ReferenceStatus:
+        """The status for ``JRI-<reference_id>`` (see
+        :meth:`FaxClient.get_status_by_reference`)."""
+        rid = _request_id(request_id)
         with call_boundary(rid):
-            request, named = self._send_fax_request(recipients, files)
-            response, raw = await self._call(SEND_FAX, request, rid, idempotent=False)
-            return self._send_fax_result(rid, named, response, raw)
+            request = self._reference_request(reference_id)
+            response, _ = await self._call(SIMPLE_GET_FAX_STATUS, request, rid, idempotent=True)
+            return self._reference_result(reference_id, response.return_, rid)
+
+    async def cancel_fax(self, job_id: str, *, request_id: str | None = None) -> CancelResult:
+        """Ask to cancel a job (see :meth:`FaxClient.cancel_fax`)."""
+        rid = _request_id(request_id)
+        with call_boundary(rid):
+            request = self._cancel_request(job_id)
+            _, raw = await self._call(CANCEL_FAX, request, rid, idempotent=False)
+            return CancelResult(request.job_id, rid, self._traced(raw)["activity_id"])
+
+    async def wait_for_delivery(
+        self,
+        jobs: SendFaxResult | Sequence[str],
+        *,
+        timeout: float,
+        batch_size: int = vendor.STATUS_BATCH_SIZE,
+    ) -> list[RealTimeFaxStatus]:
+        """Poll until every job has ended (see :meth:`FaxClient.wait_for_delivery`)."""
+        waiting = self._waiting(jobs, timeout, batch_size)
+        rid = ""
+        while (delay := waiting.next_delay()) is not None:
+            await asyncio.sleep(delay)
+            for batch in waiting.batches():
+                rid = _request_id(None)
+                with call_boundary(rid):
+                    waiting.record(await self._real_time_batch(batch, rid))
+            if waiting.done:
+                return waiting.results()
+        raise _timed_out(waiting, timeout, rid)
 
     async def get_fax_broadcast_report(
         self,
@@ -397,15 +704,30 @@ class AsyncFaxClient(_ClientBase[Token]):
         rid: str,
         *,
         idempotent: bool,
+        secret: str = "",
     ) -> tuple[ResponseT, Response]:
-        raw = await self._caller.call(
-            operation.name,
-            self._body(request, rid),
-            rid,
-            operation.soap_action,
-            idempotent=idempotent,
-        )
-        return self._read(operation, raw, rid), raw
+        body = self._body(request, rid)
+        with traced(operation.name, self._url, rid) as span:
+            raw = await self._caller.call(
+                operation.name, body, rid, operation.soap_action, idempotent=idempotent
+            )
+            span.answered(self._traced(raw)["activity_id"])
+            return self._read(operation, raw, rid, secret), raw
+
+
+def _notify_secret(options: JobOptions | None) -> str:
+    notify = options.notify if isinstance(options, JobOptions) else None
+    return "" if notify is None else notify.password
+
+
+def _timed_out(waiting: Waiting[RealTimeFaxStatus], timeout: float, rid: str) -> WaitTimeoutError:
+    pending = [i for batch in waiting.batches() for i in batch]
+    return WaitTimeoutError(
+        f"{len(pending)} of the jobs had not ended after {timeout:g} s",
+        statuses=waiting.results(),
+        pending=pending,
+        request_id=rid or None,
+    )
 
 
 def _request_id(request_id: str | None) -> str:

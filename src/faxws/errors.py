@@ -26,6 +26,7 @@ __all__ = [
     "ServiceError",
     "SoapFaultError",
     "TransportError",
+    "WaitTimeoutError",
 ]
 
 
@@ -52,6 +53,9 @@ class FaxWSError(Exception):
     """
 
     maybe_delivered: bool = False
+    #: The ReferenceId of a send with job options that failed: after ``maybe_delivered``,
+    #: look the job up by it before sending again.
+    reference_id: str | None = None
 
     def __init__(
         self,
@@ -260,3 +264,25 @@ class ProtocolError(FaxWSError):
             maybe_delivered=maybe_delivered,
         )
         self.body_excerpt = body_excerpt
+
+
+class WaitTimeoutError(FaxWSError):
+    """``wait_for_delivery`` ran out of time before every job ended.
+
+    Attributes:
+        statuses: the last status seen of each job, in the order asked (a job the service
+            never answered for is left out).
+        pending: the ids of the jobs that had not ended.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        statuses: Sequence[object] = (),
+        pending: Sequence[str] = (),
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.statuses = list(statuses)
+        self.pending = tuple(pending)

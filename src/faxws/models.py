@@ -293,6 +293,9 @@ class SendFaxResult:
     request_id: str
     activity_id: str | None = None
     execution_time_ms: int | None = None
+    reference_id: str | None = None
+    """The ReferenceId a send with job options went with (look it up with
+    ``get_status_by_reference``); None for a plain SendFax."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,9 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+from faxws import bindings
+from faxws._protocol.assumptions import parse_datetime
+
 __all__ = [
     "CancelResult",
     "FaxStatus",
@@ -105,3 +108,33 @@ class CancelResult:
     job_id: str
     request_id: str
     activity_id: str | None = None
+
+
+def _fax_status(item: bindings.FaxStatus) -> FaxStatus:
+    return FaxStatus(
+        job_id=item.fax_job_id,
+        status_id=item.fax_job_status_id,
+        status=job_status(item.fax_job_status_id),
+        description=item.status_description,
+        error_code=item.error.error_code,
+        error_string=item.error.error_string,
+    )
+
+
+def _real_time_status(item: bindings.RealTimeFaxStatusEx2) -> RealTimeFaxStatus:
+    return RealTimeFaxStatus(
+        job_id=item.fax_job_id,
+        status_id=item.fax_job_status_id,
+        status=job_status(item.fax_job_status_id),
+        description=item.status_description,
+        error_code=item.error.error_code,
+        error_string=item.error.error_string,
+        recipient_state=item.recipient_state,
+        pages_sent=item.recipient_current_page_count,
+        pages_total=item.recipient_total_page_count,
+        delivered_at=parse_datetime(item.fax_delivery_date_time),
+        delivered_at_text=item.fax_delivery_date_time,
+        duration_seconds=item.fax_delivery_duration,
+        remote_csid=item.remote_fax_csid,
+        reference_id=item.reference_id,
+    )

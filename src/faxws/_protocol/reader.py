@@ -357,10 +357,11 @@ def child_element(element: etree._Element, local: str) -> etree._Element | None:
 
 
 def raise_for_ws_error(payload: etree._Element, rid: str, status: int, redact: Redact) -> None:
-    """ServiceError when an answer (of any operation that has them) says ``return`` false or
-    carries a non-zero ``WSError``."""
-    returned = child_element(payload, "return")
+    """ServiceError when an answer carries a non-zero ``WSError``, or a WSError beside a
+    ``return`` that is false. (``return`` is the success flag only beside a WSError: without
+    one it is a value, such as SimpleGetFaxStatus's status id.)"""
     error = child_element(payload, "WSError")
+    returned = None if error is None else child_element(payload, "return")
     ok = returned is None or (returned.text or "").strip() in ("true", "1")
     code_element = None if error is None else child_element(error, "ErrorCode")
     code_text = (code_element.text or "") if code_element is not None else ""
