@@ -34,6 +34,7 @@ from faxws._protocol.reader import (
 )
 from faxws._protocol.soap import SOAP11_NS, new_request_id
 from faxws._protocol.writer import payload_envelope
+from faxws._telemetry import traced
 from faxws.auth import Credentials, credentials_from
 from faxws.client import service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
@@ -181,29 +182,33 @@ class FaxWSTransport(zeep.Transport):
                 raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
             body = payload_envelope(payload)
             idempotent = name.startswith(IDEMPOTENT_PREFIXES)
-            raw = self.caller.call(name, body, len(body), rid, soap_action, idempotent=idempotent)
-            redact = self.credentials.redact
-            answer_payload = payload_of(raw.status, raw.content, rid, redact)
-            if answer_payload.tag != answer:
-                raise ProtocolError(
-                    f"the answer to {name} is {redact(str(answer_payload.tag))}, not {answer}",
-                    request_id=rid,
-                    status_code=raw.status,
+            with traced(name, self.caller.url, rid) as span:
+                raw = self.caller.call(
+                    name, body, len(body), rid, soap_action, idempotent=idempotent
                 )
-            if child_element(answer_payload, "WSError") is not None:
-                raise_for_ws_error(answer_payload, rid, raw.status, redact)
-            # zeep turns values it cannot read into None and logs them (and whatever the
-            # server wrote there) at ERROR: the answer must be valid for zeep to see it.
-            if self.validator is not None:
-                issues = self.validator.schema_issues(answer_payload, max_issues=1)
-                if issues:
+                span.answered(self.credentials.redact(raw.headers.get("x-ch-activity-id", "")))
+                redact = self.credentials.redact
+                answer_payload = payload_of(raw.status, raw.content, rid, redact)
+                if answer_payload.tag != answer:
                     raise ProtocolError(
-                        f"the answer is not valid against the WSDL's schema: "
-                        f"{excerpt(redact(issues[0].path + ': ' + issues[0].message), 300)}",
+                        f"the answer to {name} is {redact(str(answer_payload.tag))}, not {answer}",
                         request_id=rid,
                         status_code=raw.status,
                     )
-            return _response(raw, self.caller.url)
+                if child_element(answer_payload, "WSError") is not None:
+                    raise_for_ws_error(answer_payload, rid, raw.status, redact)
+                # zeep turns values it cannot read into None and logs them (and whatever the
+                # server wrote there) at ERROR: the answer must be valid for zeep to see it.
+                if self.validator is not None:
+                    issues = self.validator.schema_issues(answer_payload, max_issues=1)
+                    if issues:
+                        raise ProtocolError(
+                            f"the answer is not valid against the WSDL's schema: "
+                            f"{excerpt(redact(issues[0].path + ': ' + issues[0].message), 300)}",
+                            request_id=rid,
+                            status_code=raw.status,
+                        )
+                return _response(raw, self.caller.url)
 
 
 # The request id of this thread's call in progress, for a failure zeep raises after it.
