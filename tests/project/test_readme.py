@@ -42,3 +42,12 @@ def test_the_transport_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     (block,) = [b for b in python_blocks() if "MockTransport(answer)" in b]
     exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
     assert capsys.readouterr().out == "HTTPStatusError True 1\n"
+
+
+def test_the_fax_life_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = [b for b in python_blocks() if "wait_for_delivery(sent, timeout=60)" in b]
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert " delivered 1 pages " in lines[0]
+    assert lines[1].endswith("failed: Failed: the line was busy")
