@@ -61,6 +61,8 @@ def _on_file_path(stack: list[str]) -> bool:
         and tuple(stack[3:]) == _FILES[: depth - 3]
         and stack[:2] == [ENVELOPE, BODY]
     )
+
+
 _HEADER = f"{{{SOAP11_NS}}}Header"
 _PARTS = frozenset({ENVELOPE, _HEADER, BODY})
 _CONTRACT_PREFIXES = frozenset({"soap"})  # of the envelope's own elements
