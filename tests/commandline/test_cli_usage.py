@@ -75,7 +75,8 @@ def test_without_json_usage_errors_stay_text() -> None:
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("usage: faxws")
     assert done.stderr.splitlines()[-1] == (
-        "faxws: error: argument COMMAND: invalid choice (choose from send, report, serve, validate)"
+        "faxws: error: argument COMMAND: invalid choice "
+        "(choose from send, status, cancel, report, serve, validate)"
     )
 
 

@@ -1,4 +1,5 @@
-"""The ``faxws`` command line: send, report, serve, validate (exit codes: ``EXIT_CODES_HELP``).
+"""The ``faxws`` command line: send, status, cancel, report, serve, validate (exit codes:
+``EXIT_CODES_HELP``).
 
 Errors go to stderr in one line, with the request id; with ``--json`` every outcome, usage
 errors included, is also one JSON object on stdout. Secrets (PIN, token, client secret) are
@@ -18,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from faxws.cli import _report, _send, _serve, _validate
+from faxws.cli import _cancel, _report, _send, _serve, _status, _validate
 from faxws.cli._client import ENV, SETTINGS, secrets_in
 from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, UsageError
 from faxws.cli._send import spool_stdin
@@ -66,9 +67,25 @@ def _checked(
 PORT_PROBLEM = "must be a port number from 0 to 65535"
 SECONDS_PROBLEM = "must be a finite number of seconds > 0"
 COUNT_PROBLEM = "must be a whole number > 0"
+SCALE_PROBLEM = "must be a finite number > 0"
+WHEN_PROBLEM = "must be an ISO 8601 date and time with an offset, e.g. 2025-06-02T08:00:00+02:00"
 _port = _checked(int, lambda v: 0 <= v <= 65535, PORT_PROBLEM)
 _count = _checked(int, lambda v: v >= 1, COUNT_PROBLEM)
 _seconds = _checked(float, lambda v: 0 < v < float("inf"), SECONDS_PROBLEM)  # not NaN
+_scale = _checked(float, lambda v: 0 < v < float("inf"), SCALE_PROBLEM)
+
+
+def _aware(text: str) -> Any:
+    """An ISO 8601 date and time with its offset (``Z`` too, which Python 3.10 does not read)."""
+    from datetime import datetime
+
+    when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    if when.utcoffset() is None:
+        raise ValueError(text)
+    return when
+
+
+_when = _checked(_aware, lambda v: True, WHEN_PROBLEM)
 _JSON_HELP = "print JSON for machines"
 
 
@@ -142,6 +159,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="file type for every FILE: a name (pdf, tiff_g4, ...) or a number; "
         "default: from each file's extension",
     )
+    job = send.add_argument_group(
+        "job options (any of them makes the send a SendFaxEx, with a reference id)"
+    )
+    job.add_argument(
+        "--reference",
+        metavar="REF",
+        help="reference id to look the send up by (default: one is made and shown)",
+    )
+    job.add_argument(
+        "--start-at",
+        type=_when,
+        metavar="ISO8601",
+        help="start no earlier (at most 4 days ahead), e.g. 2025-06-02T08:00:00+02:00",
+    )
+    job.add_argument(
+        "--expires-at",
+        type=_when,
+        metavar="ISO8601",
+        help="give up an undelivered fax then (at most 2 days after the start)",
+    )
+    for name, text in _send.JOB_TEXT_OPTIONS.items():
+        job.add_argument("--" + name.replace("_", "-"), metavar="TEXT", help=text)
+    job.add_argument(
+        "--notify-url",
+        metavar="URL",
+        help="the service POSTs the job's completion there; the password of its HTTP Basic "
+        "credentials comes only from the variable FAXWS_NOTIFY_PASSWORD",
+    )
+    job.add_argument("--notify-user", metavar="USER", help="user of those credentials")
+    w = send.add_argument_group("waiting")
+    w.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow every job until it ends (exit 0 all delivered, 6 one failed, 7 timed out)",
+    )
+    w.add_argument(
+        "--wait-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up waiting after this long (default 3600)",
+    )
+
+    status = command("status", _status, common)
+    status.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="job ids from a send")
+    status.add_argument(
+        "--reference",
+        metavar="REF",
+        help="instead, whether the service took a send with this reference id (JRI-REF)",
+    )
+
+    cancel = command("cancel", _cancel, common)
+    cancel.add_argument("job_id", metavar="JOB_ID")
 
     report = command("report", _report, common)
     report.add_argument("job_id", metavar="JOB_ID")
@@ -196,6 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--quiet", action="store_true", help="no line on standard error for each request"
+    )
+    serve.add_argument(
+        "--time-scale",
+        type=_scale,
+        default=None,
+        metavar="N",
+        help="simulated seconds of a fax's life per second (default 4; 1000: milliseconds)",
     )
     serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
 
@@ -288,7 +364,8 @@ def _safe_message(
         if name is None or not message.startswith(prefix):
             continue
         problem = message[len(prefix) :]
-        if problem in (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM) or re.fullmatch(
+        known = (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM, SCALE_PROBLEM, WHEN_PROBLEM)
+        if problem in known or re.fullmatch(
             r"expected (one|at most one|at least one|\d+) arguments?", problem
         ):
             return message

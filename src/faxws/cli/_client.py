@@ -1,5 +1,6 @@
-"""The commands that call the service (send, report): their connection and credential options,
-read from the flags or the FAXWS_* variables, the client built from them, and the call."""
+"""The commands that call the service (send, status, cancel, report): their connection and
+credential options, read from the flags or the FAXWS_* variables, the client built from them,
+and the call."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ SETTINGS = {
     "scope": "OAuth 2.0 scope [{}] (default: 'FaxWS offline_access')",
 }
 ENV = {key: "FAXWS_" + key.upper() for key in SETTINGS}
+#: The password of a send's completion notification: a variable only, never a flag.
+NOTIFY_PASSWORD_ENV = "FAXWS_NOTIFY_PASSWORD"  # noqa: S105 (a variable's name)
 _CREDENTIAL_KEYS = ("token", "pin", "token_url", "client_id", "client_secret")
 _OAUTH_CLIENT_KEYS = ("token_url", "client_id", "client_secret")
 _SECRET_KEYS = ("token", "pin", "client_secret")
@@ -34,6 +37,7 @@ _SECRET_KEYS = ("token", "pin", "client_secret")
 def secrets_in(words: Sequence[str]) -> set[str]:
     """The values of the secret variables and of every secret flag, wherever it stands."""
     found = {os.environ.get(ENV[key], "") for key in _SECRET_KEYS}
+    found.add(os.environ.get(NOTIFY_PASSWORD_ENV, ""))
     for i, word in enumerate(words):
         for flag in (FLAGS[key] for key in _SECRET_KEYS):
             if word == flag and i + 1 < len(words):
@@ -96,13 +100,21 @@ def make_client(args: argparse.Namespace) -> FaxClient:
 #: A call's result, what --json prints of it and the lines of text; the request and activity
 #: ids are added to both.
 Answer = tuple[Any, dict[str, Any], list[str]]
+#: What follows an answer while the client is still open (``send --wait``): given the answer's
+#: JSON data, it returns the exit code.
+Then = Callable[[dict[str, Any]], int]
 
 
 def call(
-    args: argparse.Namespace, out: Outcome, action: Callable[[ExitStack], Answer], meaning: str
+    args: argparse.Namespace,
+    out: Outcome,
+    action: Callable[[ExitStack], Answer],
+    meaning: str,
+    then: Then | None = None,
 ) -> int:
     """Run a client call and keep its answer (``meaning`` says what it means, "the fax was
-    sent") for main() to write; errors are raised on to main(), which reports them."""
+    sent") for main() to write; errors are raised on to main(), which reports them. ``then``
+    runs after the answer is kept, before the client is closed."""
     # Chosen here, not by the client, so that an interrupted call can still name it.
     from faxws._protocol.soap import new_request_id
 
@@ -122,8 +134,14 @@ def call(
             stack.callback(logger.removeHandler, handler)
         result, data, lines = action(stack)
         data.update(request_id=result.request_id, activity_id=result.activity_id)
-        data["execution_time_ms"] = result.execution_time_ms
-        lines += [f"Request id:  {result.request_id}", f"Activity id: {result.activity_id or '-'}"]
+        data["execution_time_ms"] = getattr(result, "execution_time_ms", None)
+        lines += [
+            f"Request id:  {result.request_id or '-'}",
+            f"Activity id: {result.activity_id or '-'}",
+        ]
+        job_ids = data.get("job_ids") or ([data["job_id"]] if "job_id" in data else [])
         # Kept before the client is closed: whatever fails from here on, the job ids are known.
-        out.answer(meaning, data, "\n".join(lines), data.get("job_ids") or [data["job_id"]])
+        out.answer(meaning, data, "\n".join(lines), job_ids)
+        if then is not None:
+            return then(data)
     return EXIT_OK

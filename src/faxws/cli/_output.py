@@ -17,6 +17,10 @@ EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
 #: The request reached the service, or may have, and then the command failed (its output could
 #: not be written): a script that sends again on other failures must not send this one again.
 EXIT_MAYBE_SENT = 5
+#: ``send --wait``: the fax was sent and every job ended, but not every one was delivered.
+EXIT_FAX_FAILED = 6
+#: ``send --wait``: the fax was sent, and waiting ended before every job had.
+EXIT_WAIT_TIMEOUT = 7
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 EXIT_CODES_HELP = """\
@@ -29,16 +33,25 @@ exit codes:
   5    the request reached the service, or may have, and then the command failed
        (e.g. its output could not be written): do not send it again before checking;
        stderr names the request id and the job ids
+  6    send --wait: the fax was sent, but a job failed (each job's final line says how)
+  7    send --wait: the fax was sent, but a job had not ended when waiting timed out
+       (some may have failed too); check later with faxws status JOB ...
   130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
 """
 
 # Spelled as their flags: base_url is --base-url.
 _AS_NAMED = ["base_url", "user_id", "token", "pin", "token_url", "client_id", "client_secret"]
 _AS_NAMED += ["scope", "timeout", "request_id", "name", "company", "file_type", "recipient_type"]
+_AS_NAMED += ["start_at", "expires_at", "sender_name", "sender_company", "sender_phone"]
+_AS_NAMED += ["sender_fax", "sender_csid", "cover_name", "cover_subject", "cover_text"]
+_AS_NAMED += ["resolution"]
 #: Library argument names as the command's flags, for messages: the user typed the flags.
 FLAGS = {name: "--" + name.replace("_", "-") for name in _AS_NAMED}
 FLAGS.update(allow_insecure_http="--insecure-http", fax_number="--to", recip_address="--address")
 FLAGS.update(data="FILE", path="FILE", job_id="JOB_ID")
+FLAGS.update(reference_id="--reference", job_ids="JOB_ID")
+FLAGS.update({"notify.destination": "--notify-url", "notify.user": "--notify-user"})
+FLAGS["notify.password"] = "FAXWS_NOTIFY_PASSWORD"
 
 _CHECK_FIRST = "do not send it again before checking"
 
@@ -163,6 +176,8 @@ class Outcome:
         self.answered = ""  # what an answer means ("the fax was sent"), once there is one
         self.reached = False  # the request reached the service, or may have
         self.job_ids: list[str] = []
+        self.reference_id: str | None = None  # what an uncertain send can be looked up by
+        self._concluded = False  # the command chose its code after the service answered
         self._out: str | None = None  # for stdout
         self._line: str | None = None  # for stderr
         self._summary = ""  # the failure, for a line that must say more
@@ -178,6 +193,20 @@ class Outcome:
         """The service answered: ``data`` is what stdout gets with --json, ``text`` without."""
         self.answered, self.reached, self.job_ids = meaning, True, list(job_ids)
         self._out = json_text(data) if self.as_json else text
+
+    def show(self) -> None:
+        """Write the text answered so far now, before a long wait (JSON stays one object, at
+        the end)."""
+        if self._out is not None and not self.as_json:
+            self.stdout.write(self._out + "\n")
+            self.stdout.flush()
+            self._out = None
+
+    def concluded(self, code: int, line: str | None) -> int:
+        """The service answered and the command then found ``code`` (a fax that failed, a
+        wait cut short), said on stderr by ``line``: not a failure of the command itself."""
+        self._line, self._concluded = line, True
+        return code
 
     def fail(self, code: int, line: str, error: dict[str, Any], summary: str = "") -> int:
         self._line, self._summary = line, summary
@@ -216,7 +245,8 @@ class Outcome:
                 code = code or EXIT_SERVICE
                 line = f"{line}; " if line else f"{self.prog}: "
                 line += f"the output {unwritten}"
-        elif self.answered and code != EXIT_OK:  # e.g. closing the client failed
+        elif self.answered and code != EXIT_OK and not self._concluded:
+            # e.g. closing the client failed
             code = EXIT_MAYBE_SENT
             line = self._maybe_sent(f"the command then failed ({self._summary})")
         if line is not None:
@@ -233,6 +263,8 @@ class Outcome:
             ids.append(f"job id{'s' if len(self.job_ids) > 1 else ''} {', '.join(self.job_ids)}")
         if self.request_id:
             ids.append(f"request id {self.request_id}")
+        if self.reference_id and not self.answered:
+            ids.append(f"reference id {self.reference_id}")
         tail = f" ({'; '.join(ids)})" if ids else ""
         if self.answered:
             what = self.answered
@@ -270,6 +302,8 @@ class Outcome:
         for key in ("request_id", "status_code", "maybe_delivered", "code", "field", "fault_code"):
             if hasattr(exc, key):
                 error[key] = getattr(exc, key)
+        if getattr(exc, "reference_id", None) is not None:
+            error["reference_id"] = exc.reference_id
         if isinstance(exc, BadInputError):
             error["field"] = "/".join(_flag_of(part) for part in exc.field.split("/"))
             error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
@@ -278,12 +312,23 @@ class Outcome:
         # str() adds the status and request id after the message: kept, never masked.
         tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
         summary = f"{type(exc).__name__}: {one_line(message)}"
+        if error["maybe_delivered"] and error.get("reference_id") is not None:
+            error["check"] = check_reference(error["reference_id"])
+            tail += f"; {self._look_up(error['reference_id'])}"
         return self.fail(code, f"{self.prog}: {summary}{tail}", error, summary)
+
+    def _look_up(self, reference_id: str) -> str:
+        """Where an uncertain send says how to find out whether the service took it."""
+        return f"reference id {reference_id}: check with {check_reference(reference_id)}"
 
     def interrupted(self) -> int:
         message = "interrupted: nothing was sent"
+        if self.answered:  # the answer (the job ids) stays on stdout
+            return self.concluded(EXIT_INTERRUPTED, f"{self.prog}: interrupted: {self.answered}")
         if self.sending:
             advice = f"; {_CHECK_FIRST}" if self.faxing else ""
+            if self.faxing and self.reference_id is not None:
+                advice += f"; {self._look_up(self.reference_id)}"
             message = f"interrupted: {self._maybe()}{advice}"
         return self.failed(EXIT_INTERRUPTED, "Interrupted", message, summary="interrupted")
 
@@ -318,6 +363,13 @@ def _error(
     }
 
 
+def check_reference(reference_id: str) -> str:
+    """The command that looks up a send by its reference id."""
+    import shlex
+
+    return f"faxws status --reference {shlex.quote(reference_id)}"
+
+
 def one_line(text: str) -> str:
     return " ".join(text.splitlines())
 
@@ -331,12 +383,14 @@ def json_text(data: object, *, indent: int | None = 2, sort_keys: bool = True) -
 def _flag_of(name: str) -> str:
     """A part of a BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token``
     of ``token/pin``) as the flag the user typed (``--base-url``, ``--to (recipient 2)``)."""
-    item = re.fullmatch(r"(recipients|files)\[(\d+)\](?:\.(\w+))?", name)
+    item = re.fullmatch(r"(recipients|files|job_ids)\[(\d+)\](?:\.(\w+))?", name)
     if item is None:
         return FLAGS.get(name, name)
     kind, index, attr = item.groups()
     if kind == "files":
         return f"FILE {int(index) + 1}"
+    if kind == "job_ids":
+        return f"JOB_ID {int(index) + 1}"
     return f"{FLAGS.get(attr or 'fax_number', attr)} (recipient {int(index) + 1})"
 
 

@@ -16,6 +16,7 @@ example:
   faxws serve --port 8080
   faxws serve --port 0 --user-id mbx1 --pin 1234     # port 0: any free port
   faxws serve --db inbox.sqlite --strict              # keep jobs; check the wire form
+  faxws serve --time-scale 1000                       # a fax's life in milliseconds
 
 It prints its URL, its inbox (open it in a browser; the REST API is under /api/) and the
 accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C).
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             client_id=args.client_id,
             client_secret=secret if args.client_id else None,
         )
+    scale = {} if args.time_scale is None else {"time_scale": args.time_scale}
     try:
         sim = FaxWSSimulator(
             [account],
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             strict=args.strict,
             max_jobs=args.max_jobs,
             db=args.db,
+            **scale,
         ).start()
     except BadInputError as exc:
         return out.failed(EXIT_USAGE, "BadInputError", out.mask(str(exc)))
@@ -107,6 +110,7 @@ def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
         "client_id": account.client_id,
         "client_secret": shown(account.client_secret),
         "strict": sim.strict,
+        "time_scale": sim.time_scale,
         "inbox_url": f"{sim.url}/" + ("" if token is None else f"?token={quote(token, safe='')}"),
         "api_token": sim.api_token,
     }
@@ -121,6 +125,7 @@ def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
     if sim.api_token is not None:
         lines.append(f"  API token:      {sim.api_token} (X-FaxWS-Token header or ?token=)")
     lines.append(f"  mode:           {'strict' if sim.strict else 'lenient'}")
+    lines.append(f"  time scale:     {sim.time_scale:g} simulated seconds per second")
     lines.append(f"  user id:        {info['user_id']}")
     if info["pin"]:
         lines.append(f"  PIN:            {info['pin']}")

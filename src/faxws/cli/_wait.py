@@ -1,0 +1,165 @@
+"""``faxws send --wait``: after the send, poll every job's real-time status until each has
+ended, showing each recipient's progress, then one final line per job.
+
+Polled here rather than through ``wait_for_delivery``, which returns only at the end, with the
+same decisions (:class:`~faxws._protocol.waiting.Waiting`: first poll after the TTFP, then
+intervals doubling up to a minute, with jitter). On a terminal the progress is one line
+rewritten in place; otherwise a line per change, for logs."""
+
+from __future__ import annotations
+
+import shlex
+import time  # looked up at each use, so that a test can give the wait a clock of its own
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from faxws.cli._output import (
+    EXIT_FAX_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_WAIT_TIMEOUT,
+    Outcome,
+    one_line,
+)
+from faxws.cli._status import cells, status_data
+
+if TYPE_CHECKING:
+    from faxws.client import FaxClient
+    from faxws.models import SendFaxResult
+    from faxws.status import RealTimeFaxStatus
+
+#: Seconds ``send --wait`` waits by default: a busy line is tried again minutes later.
+DEFAULT_TIMEOUT = 3600.0
+
+
+def check_later(job_ids: Sequence[str]) -> str:
+    """The command that shows how the jobs are doing."""
+    return "faxws status " + " ".join(shlex.quote(j) for j in job_ids)
+
+
+def wait(
+    client: FaxClient,
+    out: Outcome,
+    sent: SendFaxResult,
+    numbers: Sequence[str],
+    timeout: float,
+    data: dict[str, Any],
+) -> int:
+    """Wait for the jobs of ``sent`` (to ``numbers``, in order); ``data`` is the send's JSON
+    answer, which gains the wait's outcome. The exit code says how the faxes ended."""
+    from faxws._protocol.assumptions import STATUS_BATCH_SIZE
+    from faxws._protocol.waiting import Waiting
+    from faxws.status import JobStatus
+
+    job_ids = list(dict.fromkeys(sent.job_ids))
+    waiting: Waiting[RealTimeFaxStatus] = Waiting(
+        job_ids,
+        timeout=timeout,
+        first=float(max(sent.ttfp, 0)),
+        batch_size=STATUS_BATCH_SIZE,
+        clock=time.monotonic,
+    )
+    progress = _Progress(out, dict(zip(sent.job_ids, numbers, strict=False)))
+    out.show()  # the job ids first: the wait may be long
+    progress.start(len(job_ids), timeout)
+    outcome = ""
+    try:
+        while (delay := waiting.next_delay()) is not None:
+            time.sleep(delay)
+            for batch in waiting.batches():
+                waiting.record(client.get_real_time_fax_status(batch))
+            progress.update(waiting.results())
+            if waiting.done:
+                break
+    except KeyboardInterrupt:
+        outcome = "interrupted"
+    progress.end()
+    results = waiting.results()
+    pending = [i for batch in waiting.batches() for i in batch]
+    failed = [s for s in results if s.final and s.status is not JobStatus.SUCCEEDED]
+    if not outcome:
+        outcome = "timed_out" if pending else "failed" if failed else "delivered"
+    data["wait"] = {
+        "outcome": outcome,
+        "statuses": [status_data(s) for s in results],
+        "pending": pending,
+        "failed": [s.job_id for s in failed],
+    }
+    seen = {s.job_id: s for s in results}
+    lines = ["Final status:" if not pending else "Last status seen:"]
+    lines += [progress.line(seen[i]) if i in seen else f"  {i}  no status yet" for i in job_ids]
+    out.answer("the fax was sent", data, "\n".join(lines), sent.job_ids)
+    prog = out.prog
+    if outcome == "interrupted":
+        line = f"{prog}: interrupted while waiting: the fax was sent; check it later with: "
+        return out.concluded(EXIT_INTERRUPTED, line + check_later(job_ids))
+    if pending:
+        line = (
+            f"{prog}: the fax was sent, but {len(pending)} of {len(job_ids)} job(s) had not ended "
+            f"after {timeout:g} s; check later with: {check_later(pending)}"
+        )
+        return out.concluded(EXIT_WAIT_TIMEOUT, line)
+    if failed:
+        why = ", ".join(f"{s.job_id} ({one_line(s.description) or 'failed'})" for s in failed)
+        line = f"{prog}: the fax was sent, but {len(failed)} of {len(job_ids)} job(s) failed: {why}"
+        return out.concluded(EXIT_FAX_FAILED, line)
+    return EXIT_OK
+
+
+class _Progress:
+    """Each recipient's progress as it changes: nothing with --json (stdout is one object)."""
+
+    def __init__(self, out: Outcome, numbers: dict[str, str]) -> None:
+        self._out = out
+        self._numbers = numbers
+        self._width = max((len(n) for n in numbers.values()), default=0)
+        self._shown = not out.as_json
+        self._live = self._shown and out.stdout.isatty()
+        self._last: dict[str, tuple[object, ...]] = {}
+        self._drawn = 0  # characters of the live line on screen
+
+    def line(self, status: RealTimeFaxStatus) -> str:
+        job, state, pages, description, delivered = cells(status)
+        number = self._numbers.get(job, "").ljust(self._width)
+        at = f"  at {delivered}" if delivered != "-" else ""
+        return f"  {job}  {number}  {state:<11}  {pages} pages  {description}{at}"
+
+    def start(self, jobs: int, timeout: float) -> None:
+        if self._shown:
+            self._write(
+                f"Waiting up to {timeout:g} s for {jobs} job(s) to end "
+                "(Ctrl-C stops waiting, not the fax)...\n"
+            )
+
+    def update(self, statuses: Sequence[RealTimeFaxStatus]) -> None:
+        if not self._shown:
+            return
+        changed = []
+        for s in statuses:
+            key = (s.status_id, s.error_code, s.pages_sent, s.pages_total, s.description)
+            if self._last.get(s.job_id) != key:
+                self._last[s.job_id] = key
+                changed.append(s)
+        if not changed:
+            return
+        if not self._live:
+            self._write("".join(self.line(s) + "\n" for s in changed))
+            return
+        import shutil
+
+        parts = []
+        for s in statuses:
+            job, state, pages, _, _ = cells(s)
+            parts.append(f"{self._numbers.get(job, job)}: {state} {pages}")
+        text = "; ".join(parts)[: max(shutil.get_terminal_size().columns - 1, 20)]
+        self._write("\r" + text.ljust(self._drawn))
+        self._drawn = len(text)
+
+    def end(self) -> None:
+        if self._live and self._drawn:  # the final lines say it all: the live line goes
+            self._write("\r" + " " * self._drawn + "\r")
+            self._drawn = 0
+
+    def _write(self, text: str) -> None:
+        self._out.stdout.write(text)
+        self._out.stdout.flush()
