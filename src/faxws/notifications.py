@@ -22,7 +22,9 @@ framework needed), or raises a :class:`NotificationError` naming the field and t
   :data:`MAX_TEXT_CHARS` characters of a text field. SOAP goes through faxws's hardened XML
   parse (no DTD, no entities, no network; libxml2's limit of 10 MB per text node puts a SOAP
   image at about 7 MiB at most), multipart through the standard library's ``email`` parser with
-  its ``compat32`` policy (the newer policies' header parser recurses on nested comments). That
+  its ``compat32`` policy (the newer policies' header parser recurses on nested comments); a
+  part that is itself multipart, or a message, is refused before that parse (the parser would
+  recurse into it, once per level, its sub-parts neither counted nor bounded). That
   parser works on lines of text: a multipart body takes up to about 9 times its size in memory
   while it is read (SOAP about 3), which ``max_bytes`` should allow for.
 - With ``credentials`` (the job's NotifyAuthUser and NotifyAuthPassword) the request must carry
@@ -49,7 +51,7 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from email.parser import BytesFeedParser
+from email.parser import BytesFeedParser, HeaderParser
 from typing import Any, Literal, NoReturn
 from urllib.parse import unquote_to_bytes, urlencode
 
@@ -319,6 +321,8 @@ def _multipart(body: bytes, boundary: str | None) -> dict[str, str | bytes]:
         ended = b"\n\n" in head or b"\n\r\n" in head or head.startswith(b"--")  # "--": the end
         if len(head) == MAX_PART_HEADER_BYTES and not ended:
             _refuse(f"part {count}", f"has headers over {MAX_PART_HEADER_BYTES} bytes")
+        if not head.startswith(b"--") and _nested(head):
+            _refuse(f"part {count}", "is itself multipart or a message (refused)")
         at = body.find(delimiter, start)
     parser = BytesFeedParser(policy=email.policy.compat32)
     parser.feed(b'Content-Type: multipart/form-data; boundary="%s"\r\n\r\n' % delimiter[2:])
@@ -339,6 +343,20 @@ def _multipart(body: bytes, boundary: str | None) -> dict[str, str | bytes]:
         if name in _FIELDS:
             _put(fields, name, payload if name == _IMAGE else _utf8(name, payload))
     return fields
+
+
+def _nested(head: bytes) -> bool:
+    """Whether the part whose delimiter line ``head`` continues declares a multipart or message
+    body, which the parser would read part by part, recursing once per level without bound.
+
+    Its headers are read as the parser reads them, from the line after the delimiter's: they
+    end within ``head`` (checked before). Where the parser stops them early, at the next
+    delimiter, this reading may go on and find more headers, never fewer."""
+    line = re.search(rb"\r\n|\r|\n", head)
+    headers = HeaderParser(policy=email.policy.compat32).parsestr(
+        head[line.end() if line else len(head) :].decode("ascii", "surrogateescape")
+    )
+    return headers.get_content_maintype() in ("multipart", "message")
 
 
 def _soap(body: bytes) -> dict[str, str | bytes]:

@@ -295,6 +295,64 @@ def test_multipart_within_the_limits_is_read() -> None:
     assert parse_notification(body, MULTIPART_TYPE).job_id == "J"
 
 
+def nested(depth: int) -> bytes:
+    """Parts each holding the next as a multipart of its own, ``depth`` levels deep."""
+    return b"".join(
+        b"--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n" % (i, i + 1)
+        for i in range(depth)
+    )
+
+
+NESTED = {
+    "deep nesting": ({"Content-Type": "multipart/form-data; boundary=b0"}, nested(3000), 1),
+    "a multipart part of many sub-parts": (
+        MULTIPART_TYPE,
+        parts(
+            "FaxJobId=J",
+            'Content-Disposition: form-data; name="X"\r\n'
+            "Content-Type: multipart/mixed; boundary=C\r\n\r\n"
+            + "--C\r\n\r\nx\r\n" * (MAX_FIELDS * 100)
+            + "--C--",
+            "FaxJobStatusId=1",
+        ),
+        2,
+    ),
+    "a message part": (
+        MULTIPART_TYPE,
+        parts(
+            'Content-Disposition: form-data; name="FaxJobId"\r\n'
+            "Content-Type: message/rfc822\r\n\r\nContent-Type: text/plain\r\n\r\nJ",
+            "FaxJobStatusId=1",
+        ),
+        1,
+    ),
+    "a folded type in other case, lines ended by CR": (
+        MULTIPART_TYPE,
+        b"--B\rcontent-TYPE:\r\t MULTIPART/Mixed;\r boundary=C\r\r--C\r\rJ\r--C--\r--B--\r",
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NESTED.values()), ids=list(NESTED))
+def test_a_part_that_is_itself_multipart_is_refused_before_the_parse(
+    case: tuple[dict[str, str], bytes, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The email parser recurses into such a part, once per level (a RecursionError deep
+    down), and keeps its sub-parts uncounted: the parser never sees the body."""
+
+    def unreachable(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the body reached the email parser")
+
+    monkeypatch.setattr("faxws.notifications.BytesFeedParser", unreachable)
+    headers, body, number = case
+    error = refused(body, headers)
+    assert (error.field, error.problem) == (
+        f"part {number}",
+        "is itself multipart or a message (refused)",
+    )
+
+
 HOSTILE_HEADERS = {
     "nested comments": " " + "(" * 4000,
     "many parameters": '; a="b"' * 500,
