@@ -34,7 +34,8 @@ framework needed), or raises a :class:`NotificationError` naming the field and t
 :class:`NotificationError` is a :class:`~faxws.errors.FaxWSError` but no ``ProtocolError`` (an
 unreadable answer to a call of faxws's, which may have been delivered); its subclass
 :class:`NotificationAuthError` is no ``AuthenticationError`` (the service refusing faxws's own
-credentials). Messages quote at most a short excerpt of what was received, the password masked.
+credentials). Messages quote at most a short excerpt of what was received, the password masked
+(and so is the credentials' HTTP Basic token).
 :func:`render_notification` writes an event as the service would (the simulator's pushes).
 """
 
@@ -253,10 +254,19 @@ def parse_notification(
     except _Refused as refused:
         problem = refused.problem
         if refused.shown is not None:  # masked before it is cut, room left for any spelling
-            masked = [credentials[1]] if credentials else []
+            masked = _secrets(credentials) if credentials else []
             shown = redact(refused.shown[: _EXCERPT + 12 * len("".join(masked))], masked)
             problem += ": " + repr(shown[:_EXCERPT] + ("…" if len(shown) > _EXCERPT else ""))
         raise NotificationError(refused.field, problem) from None
+
+
+def _secrets(credentials: tuple[str, str]) -> list[str]:
+    """The password, and the credentials as HTTP Basic carries them (base64 of user:password,
+    padded or not, in either alphabet): a body may echo the Authorization header."""
+    user, password = credentials
+    basic = f"{user}:{password}".encode()
+    tokens = {base64.b64encode(basic).decode("ascii"), base64.urlsafe_b64encode(basic).decode()}
+    return [password, *tokens, *(token.rstrip("=") for token in tokens)]
 
 
 def _read(body: bytes, pairs: list[tuple[str, str]]) -> tuple[dict[str, str | bytes], Flavour]:

@@ -162,3 +162,21 @@ def test_credentials_must_be_a_user_and_password(credentials: object) -> None:
         parse(FORM, credentials=credentials)
     assert caught.value.field == "credentials"
     assert "pw" not in str(caught.value)
+
+
+@pytest.mark.parametrize("user", ["u", "us", USER], ids=["padded ==", "padded =", "unpadded"])
+@pytest.mark.parametrize("padding", [True, False], ids=["with padding", "without"])
+@pytest.mark.parametrize("field", ["FaxDeliveryDateTime", "FaxJobStatusId"])
+def test_a_field_echoing_the_basic_token_is_masked_in_the_message(
+    user: str, padding: bool, field: str
+) -> None:
+    token = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode("ascii")
+    shown = token if padding else token.rstrip("=")
+    headers = [FORM_TYPE, ("Authorization", basic(user, PASSWORD))]
+    fields = {"FaxJobId": "J", "FaxJobStatusId": "1", field: shown}
+    body = "&".join(f"{name}={quote_plus(value)}" for name, value in fields.items()).encode()
+    with pytest.raises(NotificationError) as caught:
+        parse_notification(body, headers, credentials=(user, PASSWORD))
+    assert caught.value.field == field
+    assert caught.value.problem.endswith(": '***'")
+    assert token.rstrip("=") not in str(caught.value)

@@ -288,18 +288,23 @@ def test_asgi_a_malformed_body_gets_400_naming_the_field() -> None:
     assert received == []
 
 
+@pytest.mark.parametrize(
+    "echoed",
+    [PASSWORD, GOOD["Authorization"][6:]],
+    ids=["the password", "the Basic token"],
+)
 def test_the_answer_to_a_malformed_body_masks_the_password_it_quotes(
-    wsgi: tuple[int, list[DeliveryNotification]],
+    wsgi: tuple[int, list[DeliveryNotification]], echoed: str
 ) -> None:
     headers = {"Content-Type": "application/x-www-form-urlencoded", **GOOD}
-    body = b"FaxJobId=J&FaxJobStatusId=" + quote_plus(PASSWORD).encode()
+    body = b"FaxJobId=J&FaxJobStatusId=" + quote_plus(echoed).encode()
     script, _ = run_asgi(headers, [body])
     status, _, text = post(wsgi[0], headers, body)
     for answer in (script.body.decode(), text.decode()):
         assert answer.startswith("FaxJobStatusId: ")
         assert "***" in answer
-        assert PASSWORD not in answer
-        assert quote_plus(PASSWORD) not in answer
+        assert echoed not in answer
+        assert quote_plus(echoed) not in answer
     assert (script.status, status) == (400, 400)
 
 
