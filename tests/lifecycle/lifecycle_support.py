@@ -99,9 +99,10 @@ class Service:
     """The FaxWS service played by a function: give :attr:`transport` to a client.
 
     ``status_of`` gives a job id's status id (None: an unknown id, answered -5019 item by
-    item); a send answers a job id per recipient (``J1``, ``J2``, ...) and ``ttfp``. Each
-    request is kept in :attr:`requests`; :attr:`script` holds what to answer (a Response) or
-    raise (a FaxWSError) to the next requests, before the service itself answers.
+    item); ``reverse`` answers real-time statuses in the reverse order of the ids asked; a
+    send answers a job id per recipient (``J1``, ``J2``, ...) and ``ttfp``. Each request is
+    kept in :attr:`requests`; :attr:`script` holds what to answer (a Response) or raise (a
+    FaxWSError) to the next requests, before the service itself answers.
     """
 
     def __init__(
@@ -110,6 +111,7 @@ class Service:
         *,
         ttfp: int = 0,
         reference_status: int = vendor.JOB_NOT_FOUND,
+        reverse: bool = False,
     ) -> None:
         table = {} if status_of is None else status_of
         self.status_of: Callable[[str], int | None] = (
@@ -117,6 +119,7 @@ class Service:
         )
         self.ttfp = ttfp
         self.reference_status = reference_status
+        self.reverse = reverse
         self.script: list[Response | FaxWSError] = []
         self.requests: list[Request] = []
         self.transport = MockTransport(self)
@@ -151,6 +154,7 @@ class Service:
             return answer(FaxStatusResponse(True, FaxStatusList(items), OK))
         if name == "GetRealTimeFaxStatusEx2":
             rows = tuple(self._real_time(j) for j in asked_ids(body))
+            rows = rows[::-1] if self.reverse else rows
             return answer(RealTimeFaxStatusEx2Response(True, RealTimeFaxStatusEx2List(rows), OK))
         if name == "SimpleGetFaxStatus":
             return answer(SimpleFaxStatusResponse(self.reference_status))
@@ -205,6 +209,8 @@ class FakeTime:
 
     def sleep(self, seconds: float) -> None:
         assert seconds >= 0
+        # A waiting loop whose sleeps stopped moving the clock would never end.
+        assert len(self.sleeps) < 1000, "too many sleeps: the wait does not move on"
         self.sleeps.append(seconds)
         self.now += seconds
         if self._simulator_clock is not None:
