@@ -7,6 +7,11 @@ the app over HTTPS. It answers as the WSGI example does: 401 before reading the 
 push lacks those HTTP Basic credentials, 413 as soon as the body passes ``max_bytes`` (the rest
 is not read), 400 when it cannot be read, 204 otherwise, after awaiting ``on_final`` with a final
 event. A sender that goes away mid-body gets no answer, and its cut body is not read.
+
+An asyncio server serves each connection as a task of its own, so a silent connection holds
+back no other; but the app cannot bound how long a request takes to arrive. uvicorn closes an
+idle kept-alive connection after ``--timeout-keep-alive`` seconds (5 by default); check how your
+server (or the proxy in front of it) bounds a request whose headers or body trickle in.
 """
 
 from __future__ import annotations

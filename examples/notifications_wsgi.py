@@ -10,6 +10,9 @@ app behind HTTPS. It answers:
 - 400 when the body cannot be read (the text names the field and the problem);
 - 204 otherwise, after handing a final event (the job succeeded or failed) to ``on_final``;
   an event of a job still in progress is acknowledged and dropped.
+
+Served as a script, each connection has a thread of its own (so a connection that sends nothing
+holds back no other) and is closed once it has been silent for ``IDLE_TIMEOUT`` seconds.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from faxws.notifications import (
     DEFAULT_MAX_BYTES,
@@ -31,6 +35,9 @@ from faxws.notifications import (
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 App = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+#: Seconds a connection may stay silent (before or within its request) before it is closed.
+IDLE_TIMEOUT = 10.0
 
 
 def make_app(
@@ -80,6 +87,33 @@ def make_app(
     return app
 
 
+class ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    """wsgiref's server with a thread per connection: a slow or silent sender blocks its own
+    thread only. The threads are daemons, so stopping the server never waits for one."""
+
+    daemon_threads = True
+
+
+class TimedHandler(WSGIRequestHandler):
+    """wsgiref's handler with a time-out on every read of its connection."""
+
+    timeout = IDLE_TIMEOUT
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except TimeoutError:  # the sender went silent: drop the connection, no traceback
+            self.close_connection = True
+
+
+def serve(app: App, port: int, host: str = "127.0.0.1") -> WSGIServer:
+    """A server for ``app`` on ``host``:``port`` (0 for any free port); call its
+    ``serve_forever()``, and ``shutdown()`` from another thread to stop it."""
+    return make_server(
+        host, port, app, server_class=ThreadingWSGIServer, handler_class=TimedHandler
+    )
+
+
 def show(event: DeliveryNotification) -> None:
     outcome = event.status.name.lower() if event.status else event.status_id
     print(f"job {event.job_id} (reference {event.reference_id!r}): {outcome}", flush=True)
@@ -88,6 +122,6 @@ def show(event: DeliveryNotification) -> None:
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8080
     expected = (os.environ["FAXWS_NOTIFY_USER"], os.environ["FAXWS_NOTIFY_PASSWORD"])
-    with make_server("127.0.0.1", port, make_app(expected, show)) as server:
+    with serve(make_app(expected, show), port) as server:
         print(f"listening on http://127.0.0.1:{server.server_port}/", flush=True)
         server.serve_forever()

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import http.client
 import importlib.util
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,6 +184,59 @@ def test_wsgi_only_post_is_answered(wsgi: tuple[int, list[DeliveryNotification]]
     port, _ = wsgi
     status, headers, _ = post(port, GOOD, None, method="GET")
     assert (status, headers["Allow"]) == (405, "POST")
+
+
+@pytest.fixture
+def script_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[ModuleType, int, list[DeliveryNotification]]]:
+    """The WSGI example's app on the server it runs when run as a script."""
+    module = load("notifications_wsgi")
+    monkeypatch.setattr(module.TimedHandler, "log_message", lambda *args: None)
+    received: list[DeliveryNotification] = []
+    server = module.serve(module.make_app(CREDENTIALS, received.append), 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield module, server.server_port, received
+    finally:
+        server.shutdown()
+        thread.join(TIMEOUT)
+        server.server_close()
+    assert not thread.is_alive()
+
+
+def test_wsgi_served_as_a_script_is_not_held_by_a_silent_connection(
+    script_server: tuple[ModuleType, int, list[DeliveryNotification]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each connection has a thread: a push is answered while another connection, open
+    before it, still says nothing (and is not yet timed out)."""
+    module, port, received = script_server
+    monkeypatch.setattr(module.TimedHandler, "timeout", 10 * TIMEOUT)
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as silent:
+        headers, body = render_notification(FAILED, credentials=CREDENTIALS)
+        assert post(port, headers, body)[0] == 204
+        assert received == [FAILED]
+        silent.setblocking(False)
+        with pytest.raises(BlockingIOError):  # still open: nothing read, not closed
+            silent.recv(1)
+
+
+def test_wsgi_served_as_a_script_closes_a_silent_connection_quietly(
+    script_server: tuple[ModuleType, int, list[DeliveryNotification]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    module, port, _ = script_server
+    assert 0 < module.IDLE_TIMEOUT <= 60
+    assert module.TimedHandler.timeout == module.IDLE_TIMEOUT
+    monkeypatch.setattr(module.TimedHandler, "timeout", 0.2)
+    for sent in (b"", b"POST /notify HTTP/1.1\r\n"):  # silent at once, or mid-request
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as silent:
+            silent.sendall(sent)
+            assert silent.recv(1) == b""  # closed by the server after its time-out
+    assert "Traceback" not in capsys.readouterr().err
 
 
 # -- ASGI, scripted ------------------------------------------------------------------------------
