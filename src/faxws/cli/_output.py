@@ -324,7 +324,10 @@ class Outcome:
     def interrupted(self) -> int:
         message = "interrupted: nothing was sent"
         if self.answered:  # the answer (the job ids) stays on stdout
-            return self.concluded(EXIT_INTERRUPTED, f"{self.prog}: interrupted: {self.answered}")
+            line = f"{self.prog}: interrupted: {self.answered}"
+            if self.faxing and self.job_ids:
+                line += f"; check it later with: {check_later(self.job_ids)}"
+            return self.concluded(EXIT_INTERRUPTED, line)
         if self.sending:
             advice = f"; {_CHECK_FIRST}" if self.faxing else ""
             if self.faxing and self.reference_id is not None:
@@ -361,6 +364,13 @@ def _error(
         "status_code": None,
         "maybe_delivered": maybe_delivered,
     }
+
+
+def check_later(job_ids: Sequence[str]) -> str:
+    """The command that shows how the jobs are doing."""
+    import shlex
+
+    return "faxws status " + " ".join(shlex.quote(j) for j in dict.fromkeys(job_ids))
 
 
 def check_reference(reference_id: str) -> str:

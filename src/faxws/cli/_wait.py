@@ -8,7 +8,6 @@ rewritten in place; otherwise a line per change, for logs."""
 
 from __future__ import annotations
 
-import shlex
 import time  # looked up at each use, so that a test can give the wait a clock of its own
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from faxws.cli._output import (
     EXIT_OK,
     EXIT_WAIT_TIMEOUT,
     Outcome,
+    check_later,
     one_line,
 )
 from faxws.cli._status import cells, status_data
@@ -30,11 +30,6 @@ if TYPE_CHECKING:
 
 #: Seconds ``send --wait`` waits by default: a busy line is tried again minutes later.
 DEFAULT_TIMEOUT = 3600.0
-
-
-def check_later(job_ids: Sequence[str]) -> str:
-    """The command that shows how the jobs are doing."""
-    return "faxws status " + " ".join(shlex.quote(j) for j in job_ids)
 
 
 def wait(
@@ -60,10 +55,10 @@ def wait(
         clock=time.monotonic,
     )
     progress = _Progress(out, dict(zip(sent.job_ids, numbers, strict=False)))
-    out.show()  # the job ids first: the wait may be long
-    progress.start(len(job_ids), timeout)
     outcome = ""
     try:
+        out.show()  # the job ids first: the wait may be long
+        progress.start(len(job_ids), timeout)
         while (delay := waiting.next_delay()) is not None:
             time.sleep(delay)
             for batch in waiting.batches():
