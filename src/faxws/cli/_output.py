@@ -35,7 +35,7 @@ exit codes:
        stderr names the request id and the job ids
   6    send --wait: the fax was sent, but a job failed (each job's final line says how)
   7    send --wait: the fax was sent, but a job had not ended when waiting timed out
-       (some may have failed too); check later with faxws status JOB ...
+       (some may have failed too); check later with faxws status JOB_ID ...
   130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
 """
 
