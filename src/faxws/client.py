@@ -300,18 +300,25 @@ class _ClientBase(Generic[TokenT]):
             exc.request_id = rid
             raise
 
+    def _redactor(self, secret: str) -> Callable[[str], str]:
+        """The mask of what a call's answer or error quotes: the client's secrets and the
+        notification password the call carries (also as its UTF-8 read as Latin-1, the way
+        an HTTP stack reads a status line)."""
+        if not secret:
+            return self._auth.redact
+        forms = (secret, secret.encode("utf-8").decode("latin-1"))
+
+        def redact(text: str) -> str:
+            return mask(self._auth.redact(text), forms)
+
+        return redact
+
     def _read(
         self, operation: Operation[Any, ResponseT], raw: Response, rid: str, secret: str = ""
     ) -> ResponseT:
-        redact = self._auth.redact
-        if secret:  # a notification password the service might echo
+        return interpret(operation, raw.status, raw.content, rid, self._redactor(secret))
 
-            def redact(text: str) -> str:
-                return mask(self._auth.redact(text), (secret,))
-
-        return interpret(operation, raw.status, raw.content, rid, redact)
-
-    def _traced(self, raw: Response) -> dict[str, Any]:
+    def _traced(self, raw: Response, secret: str = "") -> dict[str, Any]:
         """A result's fields from the answer's tracing headers, any echoed secret masked."""
         activity = raw.headers.get("x-ch-activity-id")
         try:
@@ -319,12 +326,18 @@ class _ClientBase(Generic[TokenT]):
         except ValueError:
             elapsed = None
         return {
-            "activity_id": None if activity is None else self._auth.redact(activity),
+            "activity_id": None if activity is None else self._redactor(secret)(activity),
             "execution_time_ms": elapsed,
         }
 
     def _send_fax_result(
-        self, rid: str, sent: int, response: SendResponse, raw: Response, reference: str | None
+        self,
+        rid: str,
+        sent: int,
+        response: SendResponse,
+        raw: Response,
+        reference: str | None,
+        secret: str,
     ) -> SendFaxResult:
         """``sent``: how many recipients the request named."""
         job_ids = tuple(item.job_id for item in response.fax_job_ids.item)
@@ -341,7 +354,7 @@ class _ClientBase(Generic[TokenT]):
             ttfp=response.ttfp,
             request_id=rid,
             reference_id=reference,
-            **self._traced(raw),
+            **self._traced(raw, secret),
         )
 
     def _reference_result(self, reference_id: str, value: int, rid: str) -> ReferenceStatus:
@@ -409,17 +422,18 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         :mod:`faxws.errors`)."""
         rid = _request_id(request_id)
         reference = None
+        secret = _notify_secret(options)
         try:
             with call_boundary(rid):
                 operation, request, named, reference = self._send_fax_request(
                     recipients, files, options
                 )
-                response, raw = self._call(
-                    operation, request, rid, idempotent=False, secret=_notify_secret(options)
-                )
-                return self._send_fax_result(rid, named, response, raw, reference)
+                response, raw = self._call(operation, request, rid, idempotent=False, secret=secret)
+                return self._send_fax_result(rid, named, response, raw, reference, secret)
         except FaxWSError as exc:
             exc.reference_id = reference
+            if secret:
+                _mask_error(exc, self._redactor(secret))
             raise
 
     def get_fax_status(
@@ -547,7 +561,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 operation.soap_action,
                 idempotent=idempotent,
             )
-            span.answered(self._traced(raw)["activity_id"])
+            span.answered(self._traced(raw, secret)["activity_id"])
             return self._read(operation, raw, rid, secret), raw
 
 
@@ -592,17 +606,20 @@ class AsyncFaxClient(_ClientBase[Token]):
         """Submit a fax job: every file to every recipient (see :meth:`FaxClient.send_fax`)."""
         rid = _request_id(request_id)
         reference = None
+        secret = _notify_secret(options)
         try:
             with call_boundary(rid):
                 operation, request, named, reference = self._send_fax_request(
                     recipients, files, options
                 )
                 response, raw = await self._call(
-                    operation, request, rid, idempotent=False, secret=_notify_secret(options)
+                    operation, request, rid, idempotent=False, secret=secret
                 )
-                return self._send_fax_result(rid, named, response, raw, reference)
+                return self._send_fax_result(rid, named, response, raw, reference, secret)
         except FaxWSError as exc:
             exc.reference_id = reference
+            if secret:
+                _mask_error(exc, self._redactor(secret))
             raise
 
     async def get_fax_status(
@@ -711,13 +728,27 @@ class AsyncFaxClient(_ClientBase[Token]):
             raw = await self._caller.call(
                 operation.name, body, rid, operation.soap_action, idempotent=idempotent
             )
-            span.answered(self._traced(raw)["activity_id"])
+            span.answered(self._traced(raw, secret)["activity_id"])
             return self._read(operation, raw, rid, secret), raw
 
 
 def _notify_secret(options: JobOptions | None) -> str:
     notify = options.notify if isinstance(options, JobOptions) else None
     return "" if notify is None else notify.password
+
+
+#: The attributes of an error that may quote what the service sent (ids are left alone).
+_QUOTING = ("message", "body_excerpt", "fault_string", "error_string")
+
+
+def _mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
+    """Masks in an error's text a secret of the call that the layers below did not know
+    (they mask the client's own): an HTTP stack may quote what the service sent."""
+    for name in _QUOTING:
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            setattr(exc, name, redact(value))
+    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
 
 
 def _timed_out(waiting: Waiting[RealTimeFaxStatus], timeout: float, rid: str) -> WaitTimeoutError:
