@@ -14,11 +14,14 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
+from xml.sax.saxutils import escape
 
 import pytest
 import requests
 from simulated_calls import START, cancel, job_ids, move_to, pdf, send_ex, simple_status
 
+from faxws._protocol.redact import secret_forms
 from faxws.notifications import DeliveryNotification, parse_notification
 from faxws.testing import FaxWSSimulator, ManualClock, PushRecord
 
@@ -392,3 +395,53 @@ def test_the_push_password_is_never_shown(
     job = sim.jobs[0]
     assert job.details is not None
     assert job.details.notify_auth_password == "***"
+
+
+MARKED = "s3cret&<Push> +"  # XML escapes it in the request, URLs percent-encode it
+
+
+def test_the_push_password_is_masked_in_the_destination_and_the_destinations_user_info(
+    sim: FaxWSSimulator,
+    clock: ManualClock,
+    receiver: Receiver,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The password as a receiver may also want it, in the destination's user information
+    or query: the simulator shows neither, in any spelling, and pushes to the destination
+    as given."""
+    caplog.set_level(logging.DEBUG)
+    host = receiver.url.removeprefix("http://")
+    encoded = quote(MARKED, safe="")
+    destinations = [
+        f"http://hook:{encoded}@{host}/hook",
+        f"http://{host}/hook?pw={encoded}",
+        f"http://{host}/hook?pw={quote_plus(MARKED)}",
+    ]
+    for destination in destinations:
+        send_ex(
+            sim,
+            "+1 555 0100",
+            notify_destination=destination,
+            notify_auth_user="hook",
+            notify_auth_password=MARKED,
+            **PUSH,
+        )
+    clock.advance(5)
+    settle(sim)
+    paths = sorted(receiver.push()[0] for _ in destinations)
+    assert paths == sorted(["/hook", f"/hook?pw={encoded}", f"/hook?pw={quote_plus(MARKED)}"])
+    pages = ["/", "/api/jobs", "/api/requests"]
+    pages += [f"/jobs/{n}" for n in (1, 2, 3)] + [f"/api/jobs/{n}" for n in (1, 2, 3)]
+    shown = {path: requests.get(sim.url + path, timeout=30).text for path in pages}
+    shown |= {"jobs": repr(sim.jobs), "requests": repr(sim.requests), "log": caplog.text}
+    spellings = {*secret_forms(MARKED), quote(MARKED), quote_plus(MARKED), escape(MARKED)}
+    for where, text in shown.items():
+        for spelling in spellings | {"s3cret"}:
+            assert spelling not in text, (where, spelling)
+        assert "hook:" not in text.replace("hook://", ""), where
+    assert "http://***@" in shown["/api/jobs"]
+    assert "http://***@" in shown["/jobs/1"]
+    assert "?pw=***" in shown["/api/jobs/2"]
+    details = sim.jobs[0].details
+    assert details is not None
+    assert details.notify_destination == destinations[0]  # kept as given, for the push

@@ -31,7 +31,14 @@ from faxws.testing._durable import StoreError
 from faxws.testing._faults import KINDS
 from faxws.testing._life import Plan
 from faxws.testing._progress import JobProgress, PushRecord, clock_time, make_plan
-from faxws.testing._records import ReceivedFile, ReceivedRequest, SimulatedJob, masked, text_of
+from faxws.testing._records import (
+    ReceivedFile,
+    ReceivedRequest,
+    SimulatedJob,
+    body_secrets,
+    masked,
+    text_of,
+)
 
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
@@ -81,7 +88,7 @@ def file_type_of(received: ReceivedFile) -> tuple[str, str]:
 
 def job_json(state: State, job: SimulatedJob) -> dict[str, Any]:
     """A job as received, each recipient with where its job is now (NotifyAuthPassword
-    masked)."""
+    masked, in the NotifyDestination too, and the destination's user information)."""
     scale = state.time_scale
     return {
         "id": job.id,
@@ -95,7 +102,7 @@ def job_json(state: State, job: SimulatedJob) -> dict[str, Any]:
         "pages": job.pages,
         "scheduled_start": timestamp(clock_time(job, job.start_after, scale)),
         "expires_at": timestamp(clock_time(job, job.expires_after, scale)),
-        "details": None if job.details is None else dataclasses.asdict(job.details),
+        "details": job.shown_details(),
         "recipients": [
             {
                 "fax_number": r.recip_fax_number,
@@ -153,10 +160,14 @@ def request_json(request: ReceivedRequest) -> dict[str, Any]:
     """A request with every credential masked: the Authorization value, strPIN, and the
     accounts' secrets in any spelling."""
 
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact(text, request._secrets)
+    text = text_of(request.body) if request.body_retained else None
+    # The body's own secrets (a push's password) may be quoted by its deviations.
+    secrets = request._secrets | (body_secrets(text) if text is not None else set())
 
-    body = masked(text_of(request.body), request._secrets) if request.body_retained else None
+    def clean(text: str | None) -> str | None:
+        return None if text is None else redact(text, secrets)
+
+    body = None if text is None else masked(text, secrets)
     return {
         "method": request.method,
         "path": clean(request.path),

@@ -10,7 +10,6 @@ themselves; the job page does not (its documents would load again), its progress
 
 from __future__ import annotations
 
-import dataclasses
 import html
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -187,12 +186,13 @@ def _progress(state: State, job: SimulatedJob) -> str:
 
 
 def _details(job: SimulatedJob) -> str:
-    """SendFaxEx's JobDetails, the password masked (as it is kept)."""
-    if job.details is None:
+    """SendFaxEx's JobDetails, the password masked (in the destination too)."""
+    details = job.shown_details()
+    if details is None:
         return "<p class=muted>Sent with SendFax: no job details.</p>"
     rows = "".join(
         f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>"
-        for name, value in dataclasses.asdict(job.details).items()
+        for name, value in details.items()
         if value not in ("", None)
     )
     return f"<table><tbody>{rows}</tbody></table>"

@@ -3,21 +3,34 @@ documents."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import html
 import io
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from lxml import etree
+
+from faxws._protocol import safexml
 from faxws._protocol.assumptions import DEFAULT_EXPIRY
 from faxws._protocol.redact import MASK, redact
 from faxws._protocol.request_reader import wide_codec
 from faxws.bindings import FaxJob, FaxJobRecipient
 from faxws.testing._accounts import PUBLIC
 
-__all__ = ["ReceivedFile", "ReceivedRequest", "SimulatedJob", "masked", "text_of"]
+__all__ = [
+    "ReceivedFile",
+    "ReceivedRequest",
+    "SimulatedJob",
+    "body_secrets",
+    "masked",
+    "text_of",
+    "without_userinfo",
+]
 
 # The elements whose content is a secret: the PIN, and the password a push is sent with.
 _STR_PIN = re.compile(
@@ -25,6 +38,11 @@ _STR_PIN = re.compile(
     r"(</(?:[\w.-]+:)?\2\s*>)",
     re.S,
 )
+_DESTINATION = re.compile(
+    r"(<(?:[\w.-]+:)?NotifyDestination(?:\s[^>]*)?(?<!/)>)(.*?)(</(?:[\w.-]+:)?NotifyDestination\s*>)",
+    re.S,
+)
+_USERINFO = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://((?:&#x?[0-9A-Fa-f]+;|[^/?#])*)@")
 _SHOWN = 2000  # characters of a body a repr shows
 
 
@@ -33,12 +51,38 @@ def text_of(body: bytes) -> str:
     return body.decode(wide_codec(body) or "utf-8-sig", "replace")
 
 
+def _element_text(raw: str) -> str:
+    """An element's content as the request's reader got it: references and CDATA decoded
+    (so that the secret is found however else the body spells it)."""
+    try:
+        root = etree.fromstring(f"<x>{raw}</x>", parser=safexml.parser())
+    except (etree.XMLSyntaxError, ValueError):
+        return html.unescape(raw)  # not well-formed: the request was refused anyway
+    return etree.tostring(root, method="text", encoding="unicode")
+
+
+def body_secrets(text: str) -> set[str]:
+    """The contents of strPIN and NotifyAuthPassword in a request's ``text``, as written
+    and as read (the demo account's public PIN aside)."""
+    found: set[str] = set()
+    for m in _STR_PIN.finditer(text):
+        found.update(s for s in (m.group(3), _element_text(m.group(3))) if s not in PUBLIC)
+    return found
+
+
 def masked(text: str, known: Iterable[str]) -> str:
     """``text`` with the contents of strPIN and NotifyAuthPassword, and every form of the
-    known secrets, masked."""
-    found = set(known)
-    found.update(m.group(3) for m in _STR_PIN.finditer(text) if m.group(3) not in PUBLIC)
+    known secrets and of theirs (in a NotifyDestination's query, say), masked."""
+    found = set(known) | body_secrets(text)
+    text = _DESTINATION.sub(lambda m: m.group(1) + without_userinfo(m.group(2)) + m.group(3), text)
     return redact(_STR_PIN.sub(lambda m: m.group(1) + MASK + m.group(4), text), found)
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` with the user information of its authority (``user:password@``) masked (in
+    XML too: a character reference is no end of the authority)."""
+    match = _USERINFO.match(url)
+    return url if match is None else url[: match.start(1)] + MASK + url[match.end(1) :]
 
 
 @dataclass(frozen=True)
@@ -95,8 +139,11 @@ class ReceivedRequest:
         return out
 
     def __repr__(self) -> str:
+        secrets = set(self._secrets)
         if self.body_retained:
-            text = masked(text_of(self.body), self._secrets)
+            raw = text_of(self.body)
+            secrets |= body_secrets(raw)
+            text = masked(raw, secrets)
             shown = text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
             body = f"<{self.body_size} bytes: {shown!r}>"
         else:
@@ -105,7 +152,7 @@ class ReceivedRequest:
             f"ReceivedRequest(method={self.method!r}, path={self.path!r}, "
             f"headers={self.masked_headers()!r}, body={body}, operation={self.operation!r})"
         )
-        return redact(text, self._secrets)
+        return redact(text, secrets)
 
 
 class ReceivedFile:
@@ -201,6 +248,37 @@ class SimulatedJob:
     expires_after: float = DEFAULT_EXPIRY.total_seconds()
     """Simulated seconds from receipt until an undelivered fax gives up."""
     _notify_password: str = field(default="", repr=False)
+
+    def shown_details(self) -> dict[str, Any] | None:
+        """``details`` as the simulator shows them: the password masked wherever it is (in
+        the NotifyDestination's query or user information too, in any spelling), and the
+        destination's user information masked."""
+        if self.details is None:
+            return None
+        secrets = [self._notify_password]
+        shown = {
+            name: redact(value, secrets) if isinstance(value, str) else value
+            for name, value in dataclasses.asdict(self.details).items()
+        }
+        shown["notify_destination"] = without_userinfo(shown["notify_destination"])
+        return shown
+
+    def __repr__(self) -> str:
+        names = [f.name for f in dataclasses.fields(self) if f.repr]
+        shown = [
+            f"{name}={getattr(self, name)!r}"
+            if name != "details"
+            else f"details={self._details_repr()}"
+            for name in names
+        ]
+        return redact(f"SimulatedJob({', '.join(shown)})", [self._notify_password])
+
+    def _details_repr(self) -> str:
+        if self.details is None:
+            return "None"
+        shown = self.shown_details()
+        assert shown is not None
+        return repr(dataclasses.replace(self.details, **shown))
 
     @property
     def reference_id(self) -> str:
