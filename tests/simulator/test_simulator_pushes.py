@@ -5,8 +5,10 @@ attempt on the job. A real receiver listens on 127.0.0.1 in each test."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +25,7 @@ from simulated_calls import START, cancel, job_ids, move_to, pdf, send_ex, simpl
 
 from faxws._protocol.redact import secret_forms
 from faxws.notifications import DeliveryNotification, parse_notification
-from faxws.testing import FaxWSSimulator, ManualClock, PushRecord
+from faxws.testing import FaxWSSimulator, ManualClock, PushRecord, _pushes
 
 PASSWORD = "s3cret-Push!"
 DAY = 86400.0
@@ -445,3 +447,91 @@ def test_the_push_password_is_masked_in_the_destination_and_the_destinations_use
     details = sim.jobs[0].details
     assert details is not None
     assert details.notify_destination == destinations[0]  # kept as given, for the push
+
+
+class Trickler:
+    """A receiver on 127.0.0.1 that reads a request and answers 200 a byte at a time,
+    ``pause`` seconds apart, headers first: the whole answer takes ``len(ANSWER) * pause``."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100 + b"\r\nContent-Length: 0\r\n\r\n"
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(30)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/"
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = self.listener.accept()
+            with connection:
+                connection.settimeout(30)
+                connection.recv(65536)
+                for byte in self.ANSWER:
+                    if self.done.wait(self.pause):  # a slow peer, not a synchronisation
+                        return
+                    connection.sendall(bytes([byte]))
+
+    def __enter__(self) -> Trickler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.done.set()
+        self.listener.close()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+def test_a_receiver_trickling_its_answer_is_cut_off_and_holds_back_no_other_push(
+    sim: FaxWSSimulator,
+    clock: ManualClock,
+    receiver: Receiver,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each read of the answer is quick, but the whole of it would take 5 s: the attempt
+    ends at its deadline, and the next job's push goes out then."""
+    monkeypatch.setattr(_pushes, "PUSH_DEADLINE", 0.5)
+    with Trickler(pause=0.05) as slow:
+        (slow_id,) = job_ids(send_ex(sim, "+1 555 0100", notify_destination=slow.url, **PUSH))
+        (good_id,) = job_ids(send_ex(sim, "+1 555 0100", notify_destination=receiver.url, **PUSH))
+        started = time.monotonic()
+        clock.advance(5)
+        settle(sim)
+        elapsed = time.monotonic() - started
+    assert receiver.push()[0] == "/"
+    slow_push, good_push = push_of(sim, slow_id), push_of(sim, good_id)
+    assert slow_push is not None
+    assert good_push is not None
+    assert (slow_push.state, slow_push.attempts) == ("pending", 1)
+    assert slow_push.result == "timed out: no whole answer within 0.5 s"
+    assert (good_push.state, good_push.result) == ("delivered", "HTTP 204")
+    assert elapsed < 4  # not the 5 s of the whole answer
+
+
+def test_an_error_quoting_the_destination_is_recorded_with_the_password_masked(
+    sim: FaxWSSimulator, clock: ManualClock, receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    (job_id,) = job_ids(
+        send_ex(
+            sim,
+            "+1 555 0100",
+            notify_destination=f"{receiver.url}/hook?pw={MARKED}",  # spaces: no valid request
+            notify_auth_password=MARKED,
+            **PUSH,
+        )
+    )
+    clock.advance(5)
+    settle(sim)
+    record = push_of(sim, job_id)
+    assert record is not None
+    assert record.result.startswith("InvalidURL: ")
+    assert "/hook?pw=***" in record.result
+    for text in (record.result, caplog.text, requests.get(sim.url + "/api/jobs", timeout=30).text):
+        assert "s3cret" not in text

@@ -3,7 +3,10 @@ NotifyDestination) ends, a background thread POSTs its outcome there as the vend
 (:func:`~faxws.notifications.render_notification`, form flavour; multipart with the image),
 with the job's NotifyAuthUser and NotifyAuthPassword as HTTP Basic credentials.
 
-A push whose receiver does not answer 2xx is tried again, :data:`PUSH_ATTEMPTS` times in all,
+An attempt has :data:`PUSH_DEADLINE` seconds in all to connect, send and read the answer (a
+receiver answering a byte at a time is cut off then), so that one slow receiver holds back the
+pushes of other jobs for that long at most. A push whose receiver does not answer 2xx is tried
+again, :data:`PUSH_ATTEMPTS` times in all,
 :data:`FIRST_RETRY` clock seconds after the first attempt and twice as long after each later
 one. Every attempt's outcome is kept on the job (and in the database): a pending push goes
 out after a restart too. The image, when NotifyIncludeDeliveredImage is 1, is the job's first
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from faxws._protocol import assumptions as vendor
+from faxws._protocol.redact import redact
 from faxws.bindings import FaxJob
 from faxws.errors import BadInputError
 from faxws.notifications import DeliveryNotification, render_notification
@@ -40,6 +44,7 @@ __all__ = [
     "FIRST_RETRY",
     "MAX_IMAGE",
     "PUSH_ATTEMPTS",
+    "PUSH_DEADLINE",
     "READ_TIMEOUT",
     "Pusher",
     "first_push",
@@ -50,6 +55,8 @@ FIRST_RETRY = 1.0
 #: Seconds to connect to a receiver, and to wait for each read of its answer.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 10.0
+#: Seconds for a whole attempt: connecting, sending and reading the answer.
+PUSH_DEADLINE = 15.0
 MAX_IMAGE = 16 * 1024 * 1024
 _POLL = 1.0  # the longest wait between checks with a clock that tells no one it moved
 _MAX_WAIT = 60.0  # with the real clock: the longest wait, should the system's clock jump
@@ -184,6 +191,7 @@ class Pusher:
             ok, result = self._post(details.notify_destination, headers, body)
             final = ok or attempt >= PUSH_ATTEMPTS
         now = self._state.clock()
+        result = redact(result, [password])  # an error may quote the destination
         _log.info("push %s attempt %d: %s", ended.job_id, attempt, result)
         if ok:
             return PushRecord("delivered", attempt, result, now)
@@ -199,6 +207,21 @@ class Pusher:
         )
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = kind(parts.hostname or "", parts.port, timeout=CONNECT_TIMEOUT)
+        # Time-outs bound each read, not a receiver that trickles: at the deadline the
+        # connection is shut down, as stop() does, and whatever was read does not count.
+        expired = threading.Event()
+        late = f"timed out: no whole answer within {PUSH_DEADLINE:g} s"
+
+        def expire() -> None:
+            with self._cond:
+                expired.set()
+                if self._socket is not None:
+                    with contextlib.suppress(OSError):
+                        self._socket.shutdown(socket.SHUT_RDWR)
+
+        deadline = threading.Timer(PUSH_DEADLINE, expire)
+        deadline.daemon = True
+        deadline.start()
         try:
             connection.connect()
             assert connection.sock is not None
@@ -206,14 +229,20 @@ class Pusher:
             with self._cond:
                 if self._stopping:
                     return False, "not sent: the simulator stopped"
+                if expired.is_set():
+                    return False, late
                 self._socket = connection.sock
             connection.request("POST", target, body=body, headers=headers)
             answer = connection.getresponse()
             answer.read(_ANSWER)
+            if expired.is_set():
+                return False, late
             return 200 <= answer.status < 300, f"HTTP {answer.status}"
         except (OSError, http.client.HTTPException) as exc:
-            return False, f"{type(exc).__name__}: {exc}"
+            return False, late if expired.is_set() else f"{type(exc).__name__}: {exc}"
         finally:
+            deadline.cancel()
+            deadline.join()
             with self._cond:
                 self._socket = None
             connection.close()
