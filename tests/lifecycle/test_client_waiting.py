@@ -91,6 +91,27 @@ def test_the_first_poll_waits_for_the_ttfp_of_the_send(
     assert fake.sleeps == [30]
 
 
+def test_a_ttfp_longer_than_the_longest_interval_still_delays_the_first_poll(
+    clock: ManualClock, face: Face, fake: FakeTime
+) -> None:
+    with simulator(clock, ttfp=150) as sim:
+        client = face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN)
+        sent = client.send_fax([ORDINARY], [document()])
+        client.wait_for_delivery(sent, timeout=600)
+    assert sent.ttfp > MAX_INTERVAL
+    assert fake.sleeps == [150]
+
+
+def test_a_ttfp_beyond_the_timeout_polls_once_at_the_deadline(face: Face, fake: FakeTime) -> None:
+    service = Service({"J1": 3}, ttfp=900)
+    client = mock_client(face, service)
+    sent = client.send_fax([ORDINARY], [document()])
+    with pytest.raises(WaitTimeoutError):
+        client.wait_for_delivery(sent, timeout=300)
+    assert fake.sleeps == [300]
+    assert service.operations() == ["SendFax", "GetRealTimeFaxStatusEx2"]
+
+
 def test_no_poll_is_made_before_the_ttfp(face: Face, fake: FakeTime) -> None:
     started = fake.now
     asked_at: list[float] = []

@@ -48,7 +48,8 @@ class Waiting(Generic[S]):
         self._clock = clock
         self._rng = rng
         self._deadline = clock() + timeout
-        self._first = min(max(first, 0.0), max_interval)
+        # Not capped as the intervals are: a poll before the TTFP asks about a job not started.
+        self._first = max(first, 0.0)
         self._interval = max(self._first, min_interval)
         self._min = min_interval
         self._max = max_interval
