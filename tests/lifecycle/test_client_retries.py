@@ -138,6 +138,14 @@ def test_a_send_fax_ex_that_could_not_connect_is_sent_again_with_the_same_refere
     assert field(second, "ReferenceId") == sent.reference_id
 
 
+def test_a_cancel_that_could_not_connect_is_sent_again(face: Face) -> None:
+    service = Service()
+    service.script = [ConnectError("cannot connect: Connection refused; nothing was sent")]
+    cancelled = mock_client(face, service).cancel_fax("J1", request_id="cancel-again")
+    assert cancelled.job_id == "J1"
+    assert [r.headers["x-ch-request-id"] for r in service.requests] == ["cancel-again"] * 2
+
+
 def test_a_cancel_whose_answer_is_lost_is_not_sent_again(sim: FaxWSSimulator, face: Face) -> None:
     client = sim_client(sim, face)
     (job,) = client.send_fax([ORDINARY], [document()]).job_ids
