@@ -5,7 +5,8 @@ delivered; never a fax number, a name, the PIN, a token, a password or a documen
 opentelemetry the calls work the same and nothing of it is imported.
 
 The SDK's TracerProvider is set as the global provider once for the session (faxws's tracer
-is a proxy that follows it); each test reads the spans an in-memory exporter kept."""
+is a proxy that follows it), recording only while a test here runs; each test reads the
+spans an in-memory exporter kept."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import Face
@@ -53,12 +55,28 @@ DOCUMENT = PDF + b"% DOCMARK-77\n"
 DELIVERED_AFTER = 2 + 5 + 10
 
 
+class Switch(Sampler):
+    """Records spans only while a test here runs: the provider stays for the session (a
+    global provider cannot be replaced), and the other tests' calls stay as cheap as ever."""
+
+    on = False
+
+    def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+        return (ALWAYS_ON if self.on else ALWAYS_OFF).should_sample(*args, **kwargs)
+
+    def get_description(self) -> str:
+        return "Switch"
+
+
+SWITCH = Switch()
+
+
 @pytest.fixture(scope="session")
 def exporter() -> InMemorySpanExporter:
     """The session's exporter, on the global SDK provider (set here unless one already is)."""
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
+        provider = TracerProvider(sampler=SWITCH)
         trace.set_tracer_provider(provider)
     found = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(found))
@@ -68,8 +86,12 @@ def exporter() -> InMemorySpanExporter:
 @pytest.fixture
 def spans(exporter: InMemorySpanExporter) -> Iterator[InMemorySpanExporter]:
     exporter.clear()
-    yield exporter
-    exporter.clear()
+    SWITCH.on = True
+    try:
+        yield exporter
+    finally:
+        SWITCH.on = False
+        exporter.clear()
 
 
 @pytest.fixture
