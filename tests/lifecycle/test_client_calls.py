@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -228,3 +229,29 @@ def test_a_reference_lookup_answered_with_another_error_code_is_a_service_error(
     with pytest.raises(ServiceError) as caught:
         client.get_status_by_reference("any-ref", request_id="ref-err")
     assert (caught.value.code, caught.value.request_id) == (-5001, "ref-err")
+
+
+def test_a_scheduled_send_starts_at_its_time(client: Any, clock: ManualClock) -> None:
+    start = datetime.fromtimestamp(clock.now(), timezone.utc) + timedelta(hours=1)
+    sent = send(client, ORDINARY, start_at=start)
+    assert sent.ttfp >= 3600
+    clock.advance(3600)
+    (queued,) = client.get_real_time_fax_status(list(sent.job_ids))
+    assert (queued.status, queued.description) == (JobStatus.IN_PROGRESS, "In progress: queued")
+    clock.advance(DELIVERED_AFTER)
+    (done,) = client.get_real_time_fax_status(list(sent.job_ids))
+    assert done.status is JobStatus.SUCCEEDED
+
+
+def test_a_send_the_service_refuses_carries_its_reference_id(face: Face) -> None:
+    # The service's clock is a day behind: a start 3 days ahead is 4 days ahead to it.
+    behind = ManualClock(datetime.now(timezone.utc).timestamp() - 86400)
+    with FaxWSSimulator(clock=behind, time_scale=1.0) as sim:
+        client = face.client(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN)
+        start = datetime.now(timezone.utc) + timedelta(days=3, hours=12)
+        with pytest.raises(ServiceError) as caught:
+            send(client, ORDINARY, reference_id="too-far", start_at=start)
+        assert sim.jobs == []
+    error = caught.value
+    assert (error.code, error.reference_id) == (vendor.SCHEDULE_TOO_FAR, "too-far")
+    assert error.maybe_delivered is False
