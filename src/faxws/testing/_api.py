@@ -71,8 +71,12 @@ class _ApiError(Exception):
 
 
 def timestamp(seconds: float) -> str:
-    """ISO 8601 in UTC, to the millisecond."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    """ISO 8601 in UTC, to the millisecond; the number of seconds itself for a moment no
+    date can show (beyond the year 9999, with a slow time scale), rather than no answer."""
+    try:
+        moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return repr(seconds)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from faxws._protocol.checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
+from faxws.testing._clock import shown
 from faxws.testing._durable import InUseError, JobStore
 from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
@@ -33,6 +34,7 @@ __all__ = ["RETAINED_BODY_BYTES", "FaxWSSimulator"]
 
 #: Default ``retained_body_bytes``: request bodies kept in memory, in total, newest first.
 RETAINED_BODY_BYTES = 8 * 1024 * 1024
+_MAX_TIME_SCALE = 1e9  # simulated seconds per clock second: a life in microseconds
 
 
 class FaxWSSimulator:
@@ -46,8 +48,8 @@ class FaxWSSimulator:
         token_lifetime: seconds a token from the token endpoint stays valid (finite, > 0).
         ttfp: the TTFP SendFax and SendFaxEx answer with; by default the clock's seconds
             until the job's first attempt dials, rounded up.
-        time_scale: simulated seconds of a fax's life per second of ``clock`` (finite,
-            > 0): with the default 4, a one-page fax is delivered about 5 s after it was
+        time_scale: simulated seconds of a fax's life per second of ``clock`` (above 0,
+            at most 1e9): with the default 4, a one-page fax is delivered about 5 s after it was
             sent (queue 2 s, dial 5 s, 10 s a page, simulated); 1000 makes a life take
             milliseconds.
         clock: seconds since the epoch (default ``time.time``); a :class:`ManualClock`
@@ -105,13 +107,19 @@ class FaxWSSimulator:
         for name, value in (("max_requests", max_requests), ("max_jobs", max_jobs)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BadInputError(name, f"must be a whole number of at least 1, not {value!r}")
+        # Compared, not converted: an int too large for a float is refused, not an overflow.
         if (
             isinstance(time_scale, bool)
             or not isinstance(time_scale, (int, float))
-            or not (math.isfinite(time_scale) and time_scale > 0)
+            or not time_scale > 0
+            or time_scale == math.inf
         ):
             raise BadInputError(
-                "time_scale", f"must be a finite number above 0, not {time_scale!r}"
+                "time_scale", f"must be a finite number above 0, not {shown(time_scale)}"
+            )
+        if time_scale > _MAX_TIME_SCALE:
+            raise BadInputError(
+                "time_scale", f"must be at most {_MAX_TIME_SCALE:g}, not {shown(time_scale)}"
             )
         if clock is not None and not callable(clock):
             raise BadInputError("clock", "must be a function that returns seconds")
