@@ -8,7 +8,7 @@ import math
 import operator
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -51,7 +51,14 @@ from faxws.bindings import (
     SendFaxEx,
     SimpleGetFaxStatus,
 )
-from faxws.errors import BadInputError, FaxWSError, ServiceError, WaitTimeoutError
+from faxws.errors import (
+    BadInputError,
+    FaxWSError,
+    ProtocolError,
+    ServiceError,
+    WaitTimeoutError,
+    excerpt,
+)
 from faxws.jobs import JobOptions, job_details
 from faxws.models import (
     BroadcastReportResult,
@@ -252,17 +259,16 @@ class _ClientBase(Generic[TokenT]):
         if isinstance(jobs, SendFaxResult):
             first = float(max(jobs.ttfp, 0))
             jobs = jobs.job_ids
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise BadInputError("timeout", "must be a number of seconds above 0")
+        try:
+            seconds = float(timeout) if isinstance(timeout, (int, float)) else math.nan
+        except OverflowError:  # an int beyond float's range
+            seconds = math.nan
+        if isinstance(timeout, bool) or not math.isfinite(seconds) or seconds <= 0:
+            raise BadInputError("timeout", "must be a finite number of seconds above 0")
         ids = self._job_ids(jobs, batch_size, None)
         return Waiting(
             [i for batch in ids for i in batch],
-            timeout=float(timeout),
+            timeout=seconds,
             first=first,
             batch_size=batch_size,
             clock=time.monotonic,
@@ -452,7 +458,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
             with call_boundary(rid):
                 request = self._status_request(batch)
                 response, _ = self._call(GET_FAX_STATUS, request, rid, idempotent=True)
-                statuses += map(_fax_status, response.fax_status_list.item)
+                statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
         return statuses
 
     def get_real_time_fax_status(
@@ -475,7 +481,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
     def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
         request = self._real_time_request(batch)
         response, _ = self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
-        return list(map(_real_time_status, response.fax_status_list.item))
+        return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
 
     def get_status_by_reference(
         self, reference_id: str, *, request_id: str | None = None
@@ -509,12 +515,15 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         """Poll until every job has ended and give their final statuses (succeeded or failed:
         check each one). The first poll after the send's TTFP (given a SendFaxResult), then
         intervals doubling up to a minute, with jitter; ``batch_size`` ids per call. Raises
-        WaitTimeoutError, carrying the last statuses seen, when ``timeout`` seconds pass."""
+        WaitTimeoutError, carrying the last statuses seen, once ``timeout`` seconds have passed
+        (no poll starts after that; one under way then ends within the client's time-outs)."""
         waiting = self._waiting(jobs, timeout, batch_size)
         rid = ""
         while (delay := waiting.next_delay()) is not None:
             time.sleep(delay)
-            for batch in waiting.batches():
+            for n, batch in enumerate(waiting.batches()):
+                if n and waiting.left() <= 0:  # the round's first poll may be at the deadline
+                    break
                 rid = _request_id(None)
                 with call_boundary(rid):
                     waiting.record(self._real_time_batch(batch, rid))
@@ -636,7 +645,7 @@ class AsyncFaxClient(_ClientBase[Token]):
             with call_boundary(rid):
                 request = self._status_request(batch)
                 response, _ = await self._call(GET_FAX_STATUS, request, rid, idempotent=True)
-                statuses += map(_fax_status, response.fax_status_list.item)
+                statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
         return statuses
 
     async def get_real_time_fax_status(
@@ -658,7 +667,7 @@ class AsyncFaxClient(_ClientBase[Token]):
     async def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
         request = self._real_time_request(batch)
         response, _ = await self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
-        return list(map(_real_time_status, response.fax_status_list.item))
+        return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
 
     async def get_status_by_reference(
         self, reference_id: str, *, request_id: str | None = None
@@ -691,7 +700,9 @@ class AsyncFaxClient(_ClientBase[Token]):
         rid = ""
         while (delay := waiting.next_delay()) is not None:
             await asyncio.sleep(delay)
-            for batch in waiting.batches():
+            for n, batch in enumerate(waiting.batches()):
+                if n and waiting.left() <= 0:  # the round's first poll may be at the deadline
+                    break
                 rid = _request_id(None)
                 with call_boundary(rid):
                     waiting.record(await self._real_time_batch(batch, rid))
@@ -753,12 +764,39 @@ def _mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
 
 def _timed_out(waiting: Waiting[RealTimeFaxStatus], timeout: float, rid: str) -> WaitTimeoutError:
     pending = [i for batch in waiting.batches() for i in batch]
+    unknown = [i for i in pending if i in waiting.latest and waiting.latest[i].error_code]
+    because = f"; the service answered an error for {len(unknown)} of them" if unknown else ""
     return WaitTimeoutError(
-        f"{len(pending)} of the jobs had not ended after {timeout:g} s",
+        f"{len(pending)} of the jobs had not ended after {timeout:g} s{because}",
         statuses=waiting.results(),
         pending=pending,
         request_id=rid or None,
     )
+
+
+StatusT = TypeVar("StatusT", bound=FaxStatus)
+
+
+def _aligned(asked: list[str], answered: Iterable[StatusT], rid: str) -> list[StatusT]:
+    """One status per id asked, in the order asked; an answer that names other ids, one twice,
+    or leaves one out is a ProtocolError (a status paired with the wrong job is worse)."""
+    found: dict[str, StatusT] = {}
+    for status in answered:
+        if status.job_id not in asked or status.job_id in found:
+            which = "twice" if status.job_id in found else "though it was not asked for"
+            raise ProtocolError(
+                f"the status answer names job {excerpt(status.job_id, 80)!r} {which}",
+                request_id=rid,
+            )
+        found[status.job_id] = status
+    missing = [i for i in asked if i not in found]
+    if missing:
+        raise ProtocolError(
+            f"the status answer has no status for {len(missing)} of the {len(asked)} jobs "
+            f"asked (first: {excerpt(missing[0], 80)!r})",
+            request_id=rid,
+        )
+    return [found[i] for i in asked]
 
 
 def _request_id(request_id: str | None) -> str:

@@ -54,7 +54,8 @@ class FaxStatus:
     status_id: int
     """The number the service sent (see :class:`JobStatus`)."""
     status: JobStatus | None
-    """The documented meaning of ``status_id``, or None for another value."""
+    """The documented meaning of ``status_id``; None for another value, or when the item
+    carries an error (then ``status_id`` means nothing)."""
     description: str
     """The status in the service's words."""
     error_code: int = 0
@@ -114,7 +115,7 @@ def _fax_status(item: bindings.FaxStatus) -> FaxStatus:
     return FaxStatus(
         job_id=item.fax_job_id,
         status_id=item.fax_job_status_id,
-        status=job_status(item.fax_job_status_id),
+        status=None if item.error.error_code else job_status(item.fax_job_status_id),
         description=item.status_description,
         error_code=item.error.error_code,
         error_string=item.error.error_string,
@@ -125,7 +126,7 @@ def _real_time_status(item: bindings.RealTimeFaxStatusEx2) -> RealTimeFaxStatus:
     return RealTimeFaxStatus(
         job_id=item.fax_job_id,
         status_id=item.fax_job_status_id,
-        status=job_status(item.fax_job_status_id),
+        status=None if item.error.error_code else job_status(item.fax_job_status_id),
         description=item.status_description,
         error_code=item.error.error_code,
         error_string=item.error.error_string,

@@ -55,6 +55,10 @@ class Waiting(Generic[S]):
         self._max = max_interval
         self._polled = False
 
+    def left(self) -> float:
+        """Seconds until the deadline (0 or less once it has passed)."""
+        return self._deadline - self._clock()
+
     @property
     def done(self) -> bool:
         return not self._pending
