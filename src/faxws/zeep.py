@@ -32,6 +32,7 @@ from faxws._protocol.reader import (
     raise_for_ws_error,
     soap_payload,
 )
+from faxws._protocol.redact import redact as mask
 from faxws._protocol.soap import SOAP11_NS, new_request_id
 from faxws._protocol.writer import payload_envelope
 from faxws._telemetry import traced
@@ -164,6 +165,22 @@ class FaxWSTransport(zeep.Transport):
         given = _given(headers)
         rid = new_request_id() if given is None else check_request_id(given)
         _current.request_id = rid
+        redact = _current.redact = _redactor(self.credentials.redact, payload)
+        try:
+            return self._exchange(address, payload, headers, rid, redact)
+        except FaxWSError as exc:
+            if redact is not self.credentials.redact:
+                _mask_error(exc, redact)
+            raise
+
+    def _exchange(
+        self,
+        address: str,
+        payload: etree._Element,
+        headers: Any,
+        rid: str,
+        redact: Callable[[str], str],
+    ) -> Any:
         with call_boundary(rid):
             if address != self.caller.url:
                 raise BadInputError(
@@ -186,8 +203,7 @@ class FaxWSTransport(zeep.Transport):
                 raw = self.caller.call(
                     name, body, len(body), rid, soap_action, idempotent=idempotent
                 )
-                span.answered(self.credentials.redact(raw.headers.get("x-ch-activity-id", "")))
-                redact = self.credentials.redact
+                span.answered(redact(raw.headers.get("x-ch-activity-id", "")))
                 answer_payload = payload_of(raw.status, raw.content, rid, redact)
                 if answer_payload.tag != answer:
                     raise ProtocolError(
@@ -211,7 +227,36 @@ class FaxWSTransport(zeep.Transport):
                 return _response(raw, self.caller.url)
 
 
-# The request id of this thread's call in progress, for a failure zeep raises after it.
+def _redactor(redact: Callable[[str], str], payload: etree._Element) -> Callable[[str], str]:
+    """``redact`` (the client's secrets), and also the NotifyAuthPassword the request carries
+    (SendFaxEx's), as an answer or error may quote it: its text as read, and that text's
+    UTF-8 read as Latin-1 (as an HTTP stack reads a status line)."""
+    passwords = {
+        element.text or ""
+        for element in payload.iter()
+        if isinstance(element.tag, str) and etree.QName(element).localname == "NotifyAuthPassword"
+    }
+    forms = [f for p in passwords if p for f in (p, p.encode("utf-8").decode("latin-1"))]
+    if not forms:
+        return redact
+    return lambda text: mask(redact(text), forms)
+
+
+#: The attributes of an error that may quote what the service sent (ids are left alone).
+_QUOTING = ("message", "body_excerpt", "fault_string", "error_string")
+
+
+def _mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
+    """Masks in an error's text the call's own secret, which the layers below do not know."""
+    for name in _QUOTING:
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            setattr(exc, name, redact(value))
+    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
+
+
+# The request id of this thread's call in progress, and the mask of what it quotes, for a
+# failure zeep raises after it.
 _current = threading.local()
 
 
@@ -221,7 +266,7 @@ class _OperationProxy(zeep.proxy.OperationProxy):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         client = self._proxy._client
-        _current.request_id = None
+        _current.request_id = _current.redact = None
         try:
             return super().__call__(*args, **kwargs)  # type: ignore[no-untyped-call]
         except FaxWSError as exc:
@@ -230,7 +275,7 @@ class _OperationProxy(zeep.proxy.OperationProxy):
             raise
         except Exception as exc:
             rid: str | None = _current.request_id
-            redact = client.transport.credentials.redact
+            redact = _current.redact or client.transport.credentials.redact
             text = excerpt(redact(f"{type(exc).__name__}: {exc}"), 300)
             if rid is None:
                 raise BadInputError("arguments", text, request_id=_request_id_of(client)) from None

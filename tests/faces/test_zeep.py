@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+from xml.sax.saxutils import escape
 
 import pytest
 import zeep
 from lxml import etree
+from zeep.wsdl.bindings.soap import SoapBinding
 
 from conftest import (
     GOLDEN,
@@ -23,10 +27,12 @@ from conftest import (
     send_response,
 )
 from conftest import ZEEP_RECIPIENT as RECIPIENT
+from faxws.bindings import FaxJob
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
     ConnectError,
+    FaxWSError,
     HTTPStatusError,
     ProtocolError,
     ServiceError,
@@ -617,3 +623,92 @@ def test_create_service_proxies_raise_faxws_errors_with_a_request_id(
         service.SendFax(NoSuchField=1)
     assert info.value.request_id is not None
     assert server.captured.connections == 0
+
+
+# -- SendFaxEx's notification password ----------------------------------------------------------
+
+NOTIFY_PASSWORD = "Hunter2-s3cr&t"  # '&': XML-escaped on the wire, percent-encoded by URLs
+NOTIFY_FORMS = {
+    "XML-escaped": escape(NOTIFY_PASSWORD),
+    "XML references": "".join(f"&#{ord(c)};" for c in NOTIFY_PASSWORD),
+    "percent-encoded": quote(NOTIFY_PASSWORD, safe=""),
+}
+
+
+def send_ex_answer(code: int, text: str) -> bytes:
+    return envelope(
+        '<FaxSendExResponse xmlns="urn:FaxWS"><return>true</return><FaxJobIds><item>'
+        "<JobId>J1</JobId></item></FaxJobIds><TTFP>30</TTFP><WSError>"
+        f"<ErrorCode>{code}</ErrorCode><ErrorString>{text}</ErrorString></WSError>"
+        "</FaxSendExResponse>"
+    )
+
+
+def send_ex(client: Any) -> Any:
+    details: dict[str, Any] = {f.name: "" for f in FaxJob.__xml__.fields if f.min_occurs}
+    details |= {"JobScheduleStartType": 0, "NotifyType": 3, "NotifyIncludeDeliveredImage": 0}
+    details |= {"NotifyDestination": "https://hook.example/", "NotifyAuthUser": "hook"}
+    details |= {"NotifyAuthPassword": NOTIFY_PASSWORD, "ReferenceId": "R1"}
+    return client.service.SendFaxEx(
+        Recipients={"item": [RECIPIENT]}, FaxJobFiles={"item": [FILE]}, JobDetails=details
+    )
+
+
+ECHOES: dict[str, Callable[[str], bytes]] = {
+    "a WSError": lambda f: http_reply(send_ex_answer(-1, f"bad password {f}")),
+    "a SOAP fault": lambda f: http_reply(fault_response(text=f"bad {f}"), "500 Internal Error"),
+    "a value the schema refuses": lambda f: http_reply(
+        send_ex_answer(0, "").replace(b"<TTFP>30<", f"<TTFP>{f}<".encode())
+    ),
+}
+
+
+@pytest.mark.parametrize("form", list(NOTIFY_FORMS.values()), ids=list(NOTIFY_FORMS))
+@pytest.mark.parametrize("echo", list(ECHOES.values()), ids=list(ECHOES))
+def test_the_notification_password_a_service_echoes_is_masked_in_errors(
+    capture_server: Server, echo: Callable[[str], bytes], form: str
+) -> None:
+    server = capture_server(lambda raw: echo(form))
+    client = make_client(server.url, user_id=USER, pin=PIN, retries=0)
+    with pytest.raises(FaxWSError) as info:
+        send_ex(client)
+    _, body = split(server.captured.requests[0])
+    assert b"<NotifyAuthPassword>Hunter2-s3cr&amp;t</NotifyAuthPassword>" in body  # it went
+    shown = [str(info.value), repr(info.value), repr(vars(info.value))]
+    for text in shown:
+        assert "Hunter2" not in text, text
+
+
+def test_the_notification_password_in_the_activity_id_is_masked_in_the_span(
+    capture_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered: list[str | None] = []
+
+    class Span:
+        def answered(self, activity_id: str | None) -> None:
+            answered.append(activity_id)
+
+    @contextlib.contextmanager
+    def traced(operation: str, url: str, request_id: str) -> Iterator[Span]:
+        yield Span()
+
+    monkeypatch.setattr("faxws.zeep.traced", traced)
+    extra = f"x-ch-activity-id: act-{NOTIFY_PASSWORD}\r\n"
+    server = capture_server(lambda raw: http_reply(send_ex_answer(0, ""), extra=extra))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    assert send_ex(client).FaxJobIds.item[0].JobId == "J1"
+    assert answered == ["act-***"]
+
+
+def test_the_notification_password_in_a_failure_of_zeeps_after_the_answer_is_masked(
+    capture_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def process_reply(*args: Any) -> None:
+        raise ValueError(f"cannot read {NOTIFY_PASSWORD}")
+
+    monkeypatch.setattr(SoapBinding, "process_reply", process_reply)
+    server = capture_server(lambda raw: http_reply(send_ex_answer(0, "")))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with pytest.raises(ProtocolError) as info:
+        send_ex(client)
+    assert str(info.value).startswith("zeep could not read the answer: ValueError: cannot read ***")
