@@ -58,6 +58,7 @@ from faxws.errors import (
     ServiceError,
     WaitTimeoutError,
     excerpt,
+    mask_error,
 )
 from faxws.jobs import JobOptions, job_details
 from faxws.models import (
@@ -439,7 +440,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         except FaxWSError as exc:
             exc.reference_id = reference
             if secret:
-                _mask_error(exc, self._redactor(secret))
+                mask_error(exc, self._redactor(secret))
             raise
 
     def get_fax_status(
@@ -628,7 +629,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         except FaxWSError as exc:
             exc.reference_id = reference
             if secret:
-                _mask_error(exc, self._redactor(secret))
+                mask_error(exc, self._redactor(secret))
             raise
 
     async def get_fax_status(
@@ -749,19 +750,6 @@ def _notify_secret(options: JobOptions | None) -> str:
 
 
 #: The attributes of an error that may quote what the service sent (ids are left alone).
-_QUOTING = ("message", "body_excerpt", "fault_string", "error_string")
-
-
-def _mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
-    """Masks in an error's text a secret of the call that the layers below did not know
-    (they mask the client's own): an HTTP stack may quote what the service sent."""
-    for name in _QUOTING:
-        value = getattr(exc, name, None)
-        if isinstance(value, str):
-            setattr(exc, name, redact(value))
-    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
-
-
 def _timed_out(waiting: Waiting[RealTimeFaxStatus], timeout: float, rid: str) -> WaitTimeoutError:
     pending = [i for batch in waiting.batches() for i in batch]
     unknown = [i for i in pending if i in waiting.latest and waiting.latest[i].error_code]

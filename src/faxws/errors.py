@@ -8,7 +8,7 @@ error of the caller's own document as its cause.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,6 +28,16 @@ __all__ = [
     "TransportError",
     "WaitTimeoutError",
 ]
+
+
+def mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
+    """Mask in an error's text a secret of the call that the layers below did not know (they
+    mask the client's own): an HTTP stack may quote what the service sent."""
+    for name in ("message", "body_excerpt", "fault_string", "error_string"):
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            setattr(exc, name, redact(value))
+    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
 
 
 def excerpt(text: str, limit: int = 500) -> str:

@@ -38,7 +38,7 @@ from faxws._protocol.writer import payload_envelope
 from faxws._telemetry import traced
 from faxws.auth import Credentials, credentials_from
 from faxws.client import service_url
-from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
+from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt, mask_error
 from faxws.validation import XS_NS, Validator
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
@@ -170,7 +170,7 @@ class FaxWSTransport(zeep.Transport):
             return self._exchange(address, payload, headers, rid, redact)
         except FaxWSError as exc:
             if redact is not self.credentials.redact:
-                _mask_error(exc, redact)
+                mask_error(exc, redact)
             raise
 
     def _exchange(
@@ -243,18 +243,6 @@ def _redactor(redact: Callable[[str], str], payload: etree._Element) -> Callable
 
 
 #: The attributes of an error that may quote what the service sent (ids are left alone).
-_QUOTING = ("message", "body_excerpt", "fault_string", "error_string")
-
-
-def _mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
-    """Masks in an error's text the call's own secret, which the layers below do not know."""
-    for name in _QUOTING:
-        value = getattr(exc, name, None)
-        if isinstance(value, str):
-            setattr(exc, name, redact(value))
-    exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
-
-
 # The request id of this thread's call in progress, and the mask of what it quotes, for a
 # failure zeep raises after it.
 _current = threading.local()
