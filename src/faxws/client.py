@@ -631,6 +631,15 @@ class AsyncFaxClient(_ClientBase[Token]):
             if secret:
                 mask_error(exc, self._redactor(secret))
             raise
+        except asyncio.CancelledError:
+            if reference is not None:  # the caller's only way to look the job up
+                logger.warning(
+                    "SendFaxEx request_id=%s cancelled: look it up by its reference id %s "
+                    "before sending it again",
+                    rid,
+                    reference,
+                )
+            raise
 
     async def get_fax_status(
         self,
