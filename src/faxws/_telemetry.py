@@ -10,7 +10,7 @@ PIN, a token, a document or an error message (messages may quote what the servic
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,9 +44,12 @@ class Traced:
     def __init__(self, span: Any) -> None:
         self.span = span
 
-    def answered(self, activity_id: str | None) -> None:
-        if self.span is not None and activity_id:
-            self.span.set_attribute("faxws.activity_id", activity_id)
+    def answered(self, activity_id: Callable[[], str | None]) -> None:
+        """``activity_id`` is called only for a span that records (masking costs time)."""
+        if self.span is not None and self.span.is_recording():
+            found = activity_id()
+            if found:
+                self.span.set_attribute("faxws.activity_id", found)
 
 
 _NOTHING = Traced(None)

@@ -571,7 +571,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 operation.soap_action,
                 idempotent=idempotent,
             )
-            span.answered(self._traced(raw, secret)["activity_id"])
+            span.answered(lambda: self._traced(raw, secret)["activity_id"])
             return self._read(operation, raw, rid, secret), raw
 
 
@@ -749,7 +749,7 @@ class AsyncFaxClient(_ClientBase[Token]):
             raw = await self._caller.call(
                 operation.name, body, rid, operation.soap_action, idempotent=idempotent
             )
-            span.answered(self._traced(raw, secret)["activity_id"])
+            span.answered(lambda: self._traced(raw, secret)["activity_id"])
             return self._read(operation, raw, rid, secret), raw
 
 

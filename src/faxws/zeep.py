@@ -203,7 +203,7 @@ class FaxWSTransport(zeep.Transport):
                 raw = self.caller.call(
                     name, body, len(body), rid, soap_action, idempotent=idempotent
                 )
-                span.answered(redact(raw.headers.get("x-ch-activity-id", "")))
+                span.answered(lambda: redact(raw.headers.get("x-ch-activity-id", "")))
                 answer_payload = payload_of(raw.status, raw.content, rid, redact)
                 if answer_payload.tag != answer:
                     raise ProtocolError(
