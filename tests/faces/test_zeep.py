@@ -685,8 +685,8 @@ def test_the_notification_password_in_the_activity_id_is_masked_in_the_span(
     answered: list[str | None] = []
 
     class Span:
-        def answered(self, activity_id: str | None) -> None:
-            answered.append(activity_id)
+        def answered(self, activity_id: Callable[[], str | None]) -> None:
+            answered.append(activity_id())
 
     @contextlib.contextmanager
     def traced(operation: str, url: str, request_id: str) -> Iterator[Span]:
