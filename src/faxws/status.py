@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from faxws import bindings
 from faxws._protocol.assumptions import parse_datetime
@@ -111,25 +112,26 @@ class CancelResult:
     activity_id: str | None = None
 
 
+def _common(item: bindings.FaxStatus | bindings.RealTimeFaxStatusEx2) -> dict[str, Any]:
+    """The fields every status item has, as :class:`FaxStatus` names them."""
+    error = item.error.error_code
+    return {
+        "job_id": item.fax_job_id,
+        "status_id": item.fax_job_status_id,
+        "status": None if error else job_status(item.fax_job_status_id),
+        "description": item.status_description,
+        "error_code": error,
+        "error_string": item.error.error_string,
+    }
+
+
 def _fax_status(item: bindings.FaxStatus) -> FaxStatus:
-    return FaxStatus(
-        job_id=item.fax_job_id,
-        status_id=item.fax_job_status_id,
-        status=None if item.error.error_code else job_status(item.fax_job_status_id),
-        description=item.status_description,
-        error_code=item.error.error_code,
-        error_string=item.error.error_string,
-    )
+    return FaxStatus(**_common(item))
 
 
 def _real_time_status(item: bindings.RealTimeFaxStatusEx2) -> RealTimeFaxStatus:
     return RealTimeFaxStatus(
-        job_id=item.fax_job_id,
-        status_id=item.fax_job_status_id,
-        status=None if item.error.error_code else job_status(item.fax_job_status_id),
-        description=item.status_description,
-        error_code=item.error.error_code,
-        error_string=item.error.error_string,
+        **_common(item),
         recipient_state=item.recipient_state,
         pages_sent=item.recipient_current_page_count,
         pages_total=item.recipient_total_page_count,
