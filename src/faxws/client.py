@@ -512,12 +512,14 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         *,
         timeout: float,
         batch_size: int = vendor.STATUS_BATCH_SIZE,
+        on_progress: Callable[[list[RealTimeFaxStatus]], object] | None = None,
     ) -> list[RealTimeFaxStatus]:
         """Poll until every job has ended and give their final statuses (succeeded or failed:
         check each one). The first poll after the send's TTFP (given a SendFaxResult), then
         intervals doubling up to a minute, with jitter; ``batch_size`` ids per call. Raises
         WaitTimeoutError, carrying the last statuses seen, once ``timeout`` seconds have passed
-        (no poll starts after that; one under way then ends within the client's time-outs)."""
+        (no poll starts after that; one under way then ends within the client's time-outs).
+        ``on_progress``, if given, gets every status seen so far after each round of polls."""
         waiting = self._waiting(jobs, timeout, batch_size)
         rid = ""
         while (delay := waiting.next_delay()) is not None:
@@ -528,6 +530,8 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 rid = _request_id(None)
                 with call_boundary(rid):
                     waiting.record(self._real_time_batch(batch, rid))
+            if on_progress is not None:
+                on_progress(waiting.results())
             if waiting.done:
                 return waiting.results()
         raise _timed_out(waiting, timeout, rid)
@@ -704,6 +708,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         *,
         timeout: float,
         batch_size: int = vendor.STATUS_BATCH_SIZE,
+        on_progress: Callable[[list[RealTimeFaxStatus]], object] | None = None,
     ) -> list[RealTimeFaxStatus]:
         """Poll until every job has ended (see :meth:`FaxClient.wait_for_delivery`)."""
         waiting = self._waiting(jobs, timeout, batch_size)
@@ -716,6 +721,8 @@ class AsyncFaxClient(_ClientBase[Token]):
                 rid = _request_id(None)
                 with call_boundary(rid):
                     waiting.record(await self._real_time_batch(batch, rid))
+            if on_progress is not None:
+                on_progress(waiting.results())
             if waiting.done:
                 return waiting.results()
         raise _timed_out(waiting, timeout, rid)

@@ -606,11 +606,12 @@ class _Terminal(io.StringIO):
 def run_in_process(
     monkeypatch: pytest.MonkeyPatch, sim: FaxWSSimulator, fake: FakeTime, *args: str
 ) -> int:
-    from faxws.cli import _wait, main
+    import faxws.client
+    from faxws.cli import main
 
     for key, value in pin_env(sim).items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(_wait, "time", fake)
+    monkeypatch.setattr(faxws.client, "time", fake)  # the client's wait_for_delivery polls
     return main(["send", *args, "--wait"])
 
 

@@ -113,3 +113,17 @@ def test_the_time_out_says_when_the_service_answered_errors(
     with pytest.raises(WaitTimeoutError, match="answered an error for 1 of them") as caught:
         client.wait_for_delivery(["A", "B"], timeout=30)
     assert [s.error_code for s in caught.value.statuses] == [0, -5019]
+
+
+def test_on_progress_gets_every_status_seen_after_each_round(
+    face: Face, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    FakeTime().install(monkeypatch)
+    rounds = iter([3, 3, 1])
+    service = Service(lambda job_id: next(rounds))
+    seen: list[list[tuple[str, int]]] = []
+    final = mock_client(face, service).wait_for_delivery(
+        ["A"], timeout=600, on_progress=lambda s: seen.append([(x.job_id, x.status_id) for x in s])
+    )
+    assert seen == [[("A", 3)], [("A", 3)], [("A", 1)]]
+    assert [(s.job_id, s.status_id) for s in final] == [("A", 1)]

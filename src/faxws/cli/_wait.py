@@ -1,16 +1,14 @@
 """``faxws send --wait``: after the send, poll every job's real-time status until each has
 ended, showing each recipient's progress, then one final line per job.
 
-Polled here rather than through ``wait_for_delivery``, which returns only at the end, with the
-same decisions (:class:`~faxws._protocol.waiting.Waiting`: first poll after the TTFP, then
-intervals doubling up to a minute, with jitter). On a terminal the progress is one line
-rewritten in place; otherwise a line per change, for logs."""
+The client's ``wait_for_delivery`` polls (first after the TTFP, then intervals doubling up to
+a minute, with jitter) and reports each round to :class:`_Progress`. On a terminal the
+progress is one line rewritten in place; otherwise a line per change, for logs."""
 
 from __future__ import annotations
 
-import time  # looked up at each use, so that a test can give the wait a clock of its own
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from faxws.cli._output import (
     EXIT_FAX_FAILED,
@@ -42,35 +40,31 @@ def wait(
 ) -> int:
     """Wait for the jobs of ``sent`` (to ``numbers``, in order); ``data`` is the send's JSON
     answer, which gains the wait's outcome. The exit code says how the faxes ended."""
-    from faxws._protocol.assumptions import STATUS_BATCH_SIZE
-    from faxws._protocol.waiting import Waiting
+    from faxws.errors import WaitTimeoutError
     from faxws.status import JobStatus
 
     job_ids = list(dict.fromkeys(sent.job_ids))
-    waiting: Waiting[RealTimeFaxStatus] = Waiting(
-        job_ids,
-        timeout=timeout,
-        first=float(max(sent.ttfp, 0)),
-        batch_size=STATUS_BATCH_SIZE,
-        clock=time.monotonic,
-    )
     progress = _Progress(out, dict(zip(sent.job_ids, numbers, strict=False)))
+    results: list[RealTimeFaxStatus] = []
+
+    def seen_now(statuses: list[RealTimeFaxStatus]) -> None:
+        results[:] = statuses
+        progress.update(statuses)
+
     outcome = ""
+    pending: list[str] = []
     try:
         out.show()  # the job ids first: the wait may be long
         progress.start(len(job_ids), timeout)
-        while (delay := waiting.next_delay()) is not None:
-            time.sleep(delay)
-            for batch in waiting.batches():
-                waiting.record(client.get_real_time_fax_status(batch))
-            progress.update(waiting.results())
-            if waiting.done:
-                break
+        try:
+            results = client.wait_for_delivery(sent, timeout=timeout, on_progress=seen_now)
+        except WaitTimeoutError as exc:
+            results, pending = cast("list[RealTimeFaxStatus]", exc.statuses), list(exc.pending)
     except KeyboardInterrupt:
         outcome = "interrupted"
+        final = {s.job_id for s in results if s.final}
+        pending = [i for i in job_ids if i not in final]
     progress.end()
-    results = waiting.results()
-    pending = [i for batch in waiting.batches() for i in batch]
     failed = [s for s in results if s.final and s.status is not JobStatus.SUCCEEDED]
     if not outcome:
         outcome = "timed_out" if pending else "failed" if failed else "delivered"
