@@ -85,6 +85,7 @@ __all__ = ["AsyncFaxClient", "FaxClient"]
 
 SendResponse = FaxSendResponse | FaxSendExResponse
 RequestT = TypeVar("RequestT")
+IdsRequestT = TypeVar("IdsRequestT", GetFaxStatus, GetRealTimeFaxStatusEx2)
 ResponseT = TypeVar("ResponseT")
 
 
@@ -235,13 +236,9 @@ class _ClientBase(Generic[TokenT]):
             )
         return batches
 
-    def _status_request(self, job_ids: list[str]) -> GetFaxStatus:
-        ids = FaxJobIds(item=tuple(FaxJobId(i) for i in job_ids))
-        return GetFaxStatus(self._user_id, self._auth.pin(), ids)
-
-    def _real_time_request(self, job_ids: list[str]) -> GetRealTimeFaxStatusEx2:
-        ids = FaxJobIds(item=tuple(FaxJobId(i) for i in job_ids))
-        return GetRealTimeFaxStatusEx2(self._user_id, self._auth.pin(), ids)
+    def _ids_request(self, cls: type[IdsRequestT], job_ids: list[str]) -> IdsRequestT:
+        """A status request (GetFaxStatus or its real-time twin: the same elements)."""
+        return cls(self._user_id, self._auth.pin(), FaxJobIds(tuple(map(FaxJobId, job_ids))))
 
     def _reference_request(self, reference_id: str) -> SimpleGetFaxStatus:
         check_text("reference_id", reference_id, required=True)
@@ -457,7 +454,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
             with call_boundary(rid):
-                request = self._status_request(batch)
+                request = self._ids_request(GetFaxStatus, batch)
                 response, _ = self._call(GET_FAX_STATUS, request, rid, idempotent=True)
                 statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
         return statuses
@@ -480,7 +477,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         return statuses
 
     def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
-        request = self._real_time_request(batch)
+        request = self._ids_request(GetRealTimeFaxStatusEx2, batch)
         response, _ = self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
         return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
 
@@ -657,7 +654,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
             with call_boundary(rid):
-                request = self._status_request(batch)
+                request = self._ids_request(GetFaxStatus, batch)
                 response, _ = await self._call(GET_FAX_STATUS, request, rid, idempotent=True)
                 statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
         return statuses
@@ -679,7 +676,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         return statuses
 
     async def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
-        request = self._real_time_request(batch)
+        request = self._ids_request(GetRealTimeFaxStatusEx2, batch)
         response, _ = await self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
         return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
 
