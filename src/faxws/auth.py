@@ -69,10 +69,11 @@ class Credentials:
         """:meth:`refresh` for the async client: an async ``invalidate()`` is awaited."""
         return self.refresh()
 
-    def redact(self, text: str) -> str:
-        """``text`` with every secret this object knows, in any of its escaped or encoded
-        forms, replaced by ``***``."""
-        return redact(text, self._secrets())
+    def redact(self, text: str, *also: str) -> str:
+        """``text`` with every secret this object knows, and ``also`` (a call's own, such as
+        a notification password), in any of its escaped or encoded forms, replaced by
+        ``***``."""
+        return redact(text, (*self._secrets(), *also))
 
     def _secrets(self) -> tuple[str, ...]:
         return ()

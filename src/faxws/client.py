@@ -22,7 +22,6 @@ from faxws._protocol import assumptions as vendor
 from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
 from faxws._protocol.content import Source
 from faxws._protocol.reader import interpret
-from faxws._protocol.redact import redact as mask
 from faxws._protocol.soap import PATH, new_request_id
 from faxws._protocol.waiting import Waiting
 from faxws._protocol.writer import Body, as_values, envelope
@@ -306,16 +305,10 @@ class _ClientBase(Generic[TokenT]):
 
     def _redactor(self, secret: str) -> Callable[[str], str]:
         """The mask of what a call's answer or error quotes: the client's secrets and the
-        notification password the call carries (also as its UTF-8 read as Latin-1, the way
-        an HTTP stack reads a status line)."""
+        notification password the call carries."""
         if not secret:
             return self._auth.redact
-        forms = (secret, secret.encode("utf-8").decode("latin-1"))
-
-        def redact(text: str) -> str:
-            return mask(self._auth.redact(text), forms)
-
-        return redact
+        return lambda text: self._auth.redact(text, secret)
 
     def _read(
         self, operation: Operation[Any, ResponseT], raw: Response, rid: str, secret: str = ""

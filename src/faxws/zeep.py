@@ -32,7 +32,6 @@ from faxws._protocol.reader import (
     raise_for_ws_error,
     soap_payload,
 )
-from faxws._protocol.redact import redact as mask
 from faxws._protocol.soap import SOAP11_NS, new_request_id
 from faxws._protocol.writer import payload_envelope
 from faxws._telemetry import traced
@@ -165,11 +164,11 @@ class FaxWSTransport(zeep.Transport):
         given = _given(headers)
         rid = new_request_id() if given is None else check_request_id(given)
         _current.request_id = rid
-        redact = _current.redact = _redactor(self.credentials.redact, payload)
+        redact = _current.redact = _redactor(self.credentials, payload)
         try:
             return self._exchange(address, payload, headers, rid, redact)
         except FaxWSError as exc:
-            if redact is not self.credentials.redact:
+            if redact != self.credentials.redact:  # bound methods: equal, never identical
                 mask_error(exc, redact)
             raise
 
@@ -227,19 +226,19 @@ class FaxWSTransport(zeep.Transport):
                 return _response(raw, self.caller.url)
 
 
-def _redactor(redact: Callable[[str], str], payload: etree._Element) -> Callable[[str], str]:
-    """``redact`` (the client's secrets), and also the NotifyAuthPassword the request carries
-    (SendFaxEx's), as an answer or error may quote it: its text as read, and that text's
-    UTF-8 read as Latin-1 (as an HTTP stack reads a status line)."""
-    passwords = {
-        element.text or ""
+def _redactor(credentials: Credentials, payload: etree._Element) -> Callable[[str], str]:
+    """The credentials' mask, and also of the NotifyAuthPassword the request carries
+    (SendFaxEx's), as an answer or error may quote it."""
+    passwords = [
+        element.text
         for element in payload.iter()
-        if isinstance(element.tag, str) and etree.QName(element).localname == "NotifyAuthPassword"
-    }
-    forms = [f for p in passwords if p for f in (p, p.encode("utf-8").decode("latin-1"))]
-    if not forms:
-        return redact
-    return lambda text: mask(redact(text), forms)
+        if isinstance(element.tag, str)
+        and etree.QName(element).localname == "NotifyAuthPassword"
+        and element.text
+    ]
+    if not passwords:
+        return credentials.redact
+    return lambda text: credentials.redact(text, *passwords)
 
 
 #: The attributes of an error that may quote what the service sent (ids are left alone).

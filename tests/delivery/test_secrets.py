@@ -287,3 +287,13 @@ def test_a_utf16_error_page_is_read_as_text_and_masked(
     with pytest.raises(FaxWSError) as info:
         client.get_fax_broadcast_report("J1")
     assert "error for ***" in info.value.body_excerpt  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("secret", ["PINé-77", "pa\u0301ss-ß-€"])
+def test_a_secret_read_back_as_latin_1_is_masked_too(secret: str) -> None:
+    """An HTTP stack reads a status line or header as Latin-1: a secret echoed there arrives
+    as its UTF-8 bytes read that way."""
+    from faxws._protocol.redact import redact as mask
+
+    echoed = f"HTTP/1.1 200 {secret.encode().decode('latin-1')} ok"
+    assert mask(echoed, [secret]) == "HTTP/1.1 200 *** ok"

@@ -80,13 +80,16 @@ def _canonical(text: str, escape: re.Pattern[str]) -> tuple[str, list[int], list
 
 
 def _variants(secret: str) -> set[str]:
-    return {secret, unicodedata.normalize("NFC", secret), unicodedata.normalize("NFD", secret)}
+    """The secret as given, NFC and NFD, and each one's UTF-8 read as Latin-1 (how an HTTP
+    stack reads a status line or a header that quotes it)."""
+    forms = {secret, unicodedata.normalize("NFC", secret), unicodedata.normalize("NFD", secret)}
+    return forms | {f.encode("utf-8", "surrogatepass").decode("latin-1") for f in forms}
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of every secret replaced by ``***``, however each of its
     characters is spelled (raw, XML reference, percent-encoded, ``+`` for a space,
-    backslash-escaped, NFC or NFD)."""
+    backslash-escaped, NFC or NFD, UTF-8 read as Latin-1)."""
     wanted = {v for s in secrets if s for v in _variants(s)}
     if not wanted or not text:
         return text
