@@ -59,7 +59,7 @@ from urllib.parse import unquote_to_bytes, urlencode
 from lxml import etree
 
 from faxws._protocol import safexml
-from faxws._protocol.assumptions import parse_datetime
+from faxws._protocol.assumptions import format_datetime, parse_datetime
 from faxws._protocol.redact import redact
 from faxws._protocol.soap import SOAP11_NS, SOAP12_NS
 from faxws.errors import BadInputError, FaxWSError
@@ -476,7 +476,7 @@ def _text(value: object) -> str:
         offset = value.utcoffset()
         if offset is None or offset % timedelta(minutes=1):  # the format has +HH:MM
             raise BadInputError("delivered_at", "must be timezone-aware, offset in whole minutes")
-        return value.isoformat(timespec="seconds")  # a year before 1000 in four digits too
+        return format_datetime(value)
     if isinstance(value, int):
         return format(value, "d")  # an int subclass (an IntEnum on 3.10) as its digits
     return "" if value is None else str(value)
