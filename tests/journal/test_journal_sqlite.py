@@ -77,6 +77,8 @@ LEGAL = {
     (S.SENDING, "mark_uncertain"): S.UNCERTAIN,
     (S.UNCERTAIN, "resolve_uncertain"): S.SUBMITTED,
     (S.UNCERTAIN, "mark_needs_review"): S.NEEDS_REVIEW,
+    (S.CLAIMED, "mark_needs_review"): S.NEEDS_REVIEW,
+    (S.SUBMITTED, "mark_needs_review"): S.NEEDS_REVIEW,
     (S.SUBMITTED, "delivered"): S.DELIVERED,
     (S.SUBMITTED, "final_failed"): S.FAILED,
     (S.SUBMITTED, "cancelled"): S.CANCELLED,
@@ -171,8 +173,8 @@ def test_the_same_key_and_payload_again_return_the_row(journal: SqliteJournal) -
 
 
 def test_a_key_reused_with_another_payload_is_refused(journal: SqliteJournal) -> None:
-    journal.add("k", SHA)
     reach(journal, "done", S.DELIVERED)
+    journal.add("k", SHA)
     for key in ("k", "done"):
         with pytest.raises(KeyReusedError):
             journal.add(key, OTHER_SHA)
@@ -280,12 +282,12 @@ def test_the_file_is_reopened_and_its_settings_hold(tmp_path: Path, clock: Clock
     db = sqlite3.connect(path)
     try:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert db.execute("PRAGMA user_version").fetchone() == (1,)
-        db.execute("PRAGMA user_version = 2")
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        db.execute("PRAGMA user_version = 3")
         db.commit()
     finally:
         db.close()
-    with pytest.raises(JournalError, match="version 2"):
+    with pytest.raises(JournalError, match="version 3"):
         SqliteJournal(path, clock=clock)
 
 
@@ -401,3 +403,73 @@ def test_a_sending_row_survives_its_writer_killed(tmp_path: Path, clock: Clock) 
         assert store.claim("w2", 600, 10) == []
         clock.advance(601)
         assert [r.state for r in store.recover()] == [S.UNCERTAIN]
+
+
+#: The first schema, as the first release wrote it.
+V1_SCHEMA = """
+CREATE TABLE IF NOT EXISTS faxes (
+    key TEXT PRIMARY KEY,
+    payload_sha256 TEXT NOT NULL,
+    reference_id TEXT NOT NULL UNIQUE,
+    state TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    job_ids TEXT NOT NULL,
+    lease_owner TEXT,
+    lease_expires_at REAL,
+    reason TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS faxes_by_state ON faxes (state, created_at);
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_first_version_file_is_moved_on_in_place(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "v1.db"
+    t0 = clock.now.timestamp()
+    db = sqlite3.connect(path)
+    db.executescript(V1_SCHEMA)
+    db.executemany(
+        "INSERT INTO faxes VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+        [
+            ("z-first", SHA, "R1", "delivered", 1, '["J0"]', None, t0 - 10, t0 - 5),
+            ("b", SHA, "R2", "submitted", 1, '["J1", "J2"]', None, t0, t0),
+            ("a", SHA, "R3", "pending", 0, "[]", None, t0, t0),
+            ("c", SHA, "R4", "uncertain", 1, "[]", "no answer", t0 + 1, t0 + 1),
+        ],
+    )
+    db.commit()
+    db.close()
+    clock.advance(60)
+    with SqliteJournal(path, clock=clock) as store:
+        assert [(r.key, r.seq) for r in store.rows()] == [
+            ("z-first", 1),
+            ("a", 2),
+            ("b", 3),
+            ("c", 4),
+        ]
+        b = store.get("b")
+        assert b is not None
+        assert (b.state, b.job_ids, b.reference_id, b.payload, b.checks) == (
+            S.SUBMITTED,
+            ("J1", "J2"),
+            "R2",
+            "",
+            0,
+        )
+        assert store.by_job_id("J2") == b
+        assert store.by_job_id("J0").key == "z-first"  # type: ignore[union-attr]
+        assert [r.key for r in store.due(S.SUBMITTED, 30, 10)] == ["b"]
+        assert [r.key for r in store.due(S.UNCERTAIN, 30, 10)] == ["c"]
+        assert store.add("new", SHA).seq == 5
+        assert [r.key for r in store.claim("w1", 60, 10)] == ["a", "new"]
+        assert store.meta("batch", "x") == "x"
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        db.close()
+    with SqliteJournal(path, clock=clock) as again:
+        assert again.get("new") is not None

@@ -1,22 +1,24 @@
 """A journal in one SQLite file, safe for several processes (and threads) of one machine: WAL,
-``synchronous=FULL``, and every write in a ``BEGIN IMMEDIATE`` transaction that reads the row
-it moves, so a move is a compare-and-set."""
+``synchronous=FULL``, and every write in a ``BEGIN IMMEDIATE`` transaction whose ``UPDATE``
+names the states (and lease) it moves from, so a move is a compare-and-set."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from typing import Any
 
 from faxws._protocol.assumptions import new_reference_id
 from faxws.errors import BadInputError
 from faxws.journal._store import (
+    RESEND_SUFFIX,
     TRANSITIONS,
     Clock,
     IllegalTransitionError,
@@ -28,28 +30,96 @@ from faxws.journal._store import (
     UnknownKeyError,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 _COLUMNS = (
     "key, payload_sha256, reference_id, state, attempt, job_ids, lease_owner,"
-    " lease_expires_at, reason, created_at, updated_at"
+    " lease_expires_at, reason, created_at, updated_at, payload, resend_of, next_check_at,"
+    " checks, seq"
 )
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS faxes (
-    key TEXT PRIMARY KEY,
-    payload_sha256 TEXT NOT NULL,
-    reference_id TEXT NOT NULL UNIQUE,
-    state TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    job_ids TEXT NOT NULL,
-    lease_owner TEXT,
-    lease_expires_at REAL,
-    reason TEXT,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS faxes_by_state ON faxes (state, created_at);
-"""
+_SELECT = f"SELECT {_COLUMNS} FROM faxes"  # noqa: S608 - our own column names
+#: A new file is made as the first version was, then moved on by the same steps as an old
+#: file, so both have one shape.
+_SCHEMA_V1 = (
+    """CREATE TABLE faxes (
+        key TEXT PRIMARY KEY,
+        payload_sha256 TEXT NOT NULL,
+        reference_id TEXT NOT NULL UNIQUE,
+        state TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        job_ids TEXT NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at REAL,
+        reason TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    "CREATE INDEX faxes_by_state ON faxes (state, created_at)",
+)
+_V1_TO_V2 = (
+    "ALTER TABLE faxes ADD COLUMN payload TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE faxes ADD COLUMN resend_of TEXT",
+    "ALTER TABLE faxes ADD COLUMN next_check_at REAL",
+    "ALTER TABLE faxes ADD COLUMN checks INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE faxes ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+    # rows being tracked are looked up at once
+    "UPDATE faxes SET next_check_at = updated_at WHERE state IN ('submitted', 'uncertain')",
+    "DROP INDEX faxes_by_state",
+    "CREATE TABLE jobs (job_id TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE limits (account TEXT PRIMARY KEY, last_call_at REAL NOT NULL)",
+    """CREATE TABLE send_slots (
+        account TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL,
+        PRIMARY KEY (account, holder)
+    ) WITHOUT ROWID""",
+    "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+)
+_V2_INDEXES = (
+    "CREATE UNIQUE INDEX faxes_by_seq ON faxes (seq)",
+    "CREATE INDEX faxes_by_state ON faxes (state, seq)",
+    "CREATE INDEX faxes_by_check ON faxes (state, next_check_at)",
+    "CREATE UNIQUE INDEX faxes_by_resend_of ON faxes (resend_of)",
+)
+
+
+def _to_v2(db: sqlite3.Connection) -> None:
+    for statement in _V1_TO_V2:
+        db.execute(statement)
+    # the first version ordered rows by (created_at, key): seq keeps that order
+    found = db.execute("SELECT key, job_ids FROM faxes ORDER BY created_at, key").fetchall()
+    db.executemany(
+        "UPDATE faxes SET seq = ? WHERE key = ?",
+        [(seq, key) for seq, (key, _) in enumerate(found, start=1)],
+    )
+    db.executemany(
+        _INSERT_JOB,
+        [(str(job_id), key) for key, ids in found for job_id in json.loads(ids)],
+    )
+    for statement in _V2_INDEXES:
+        db.execute(statement)
+
+
+def _to_v1(db: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V1:
+        db.execute(statement)
+
+
+_MIGRATIONS = {0: _to_v1, 1: _to_v2}
+_TRACKED = (State.SUBMITTED, State.UNCERTAIN)
+_INSERT = (
+    "INSERT INTO faxes (key, payload_sha256, reference_id, state, attempt, job_ids, created_at,"
+    " updated_at, payload, resend_of, checks, seq) VALUES (?, ?, ?, 'pending', 0, '[]', ?, ?, ?,"
+    " ?, 0, (SELECT coalesce(max(seq), 0) + 1 FROM faxes)) ON CONFLICT (key) DO NOTHING"
+)
+#: Two ordered, limited scans of the (state, seq) index, not a sort of every pending row.
+_CLAIMABLE = (
+    f"SELECT * FROM ({_SELECT} WHERE state = 'pending' ORDER BY seq LIMIT ?1)"  # noqa: S608
+    f" UNION ALL SELECT * FROM ({_SELECT} WHERE state = 'claimed'"
+    " AND lease_expires_at <= ?2 ORDER BY seq LIMIT ?1) ORDER BY seq LIMIT ?1"
+)
+_INSERT_JOB = "INSERT INTO jobs (job_id, key) VALUES (?, ?) ON CONFLICT (job_id) DO NOTHING"
 
 
 def _utc_now() -> datetime:
@@ -58,6 +128,12 @@ def _utc_now() -> datetime:
 
 def _time(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+
+def _stamp(value: datetime, field: str) -> float:
+    if value.utcoffset() is None:
+        raise BadInputError(field, "a datetime without a time zone")
+    return value.timestamp()
 
 
 def _row(values: Sequence[Any]) -> Row:
@@ -73,24 +149,38 @@ def _row(values: Sequence[Any]) -> Row:
         reason=values[8],
         created_at=datetime.fromtimestamp(values[9], timezone.utc),
         updated_at=datetime.fromtimestamp(values[10], timezone.utc),
+        payload=values[11],
+        resend_of=values[12],
+        next_check_at=_time(values[13]),
+        checks=values[14],
+        seq=values[15],
     )
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
 
 
 class SqliteJournal:
     """A :class:`~faxws.journal.JournalStore` in the SQLite file ``path`` (created with its
-    schema if missing). ``clock`` returns an aware datetime; ``busy_timeout`` is how long, in
-    seconds, a write waits for another process's."""
+    schema if missing; a file of the first schema is moved on in place). ``clock`` returns an
+    aware datetime; ``busy_timeout`` is how long, in seconds, a write waits for another
+    process's. A failure of the file (disk full, read-only, not a database) raises
+    :class:`~faxws.journal.JournalError` naming the file and the cause."""
 
     def __init__(
         self, path: str | os.PathLike[str], *, clock: Clock = _utc_now, busy_timeout: float = 30.0
     ) -> None:
         self._clock = clock
+        self._path = os.fspath(path)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            os.fspath(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        with self._failures():
+            self._db = sqlite3.connect(
+                self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
         try:
-            self._setup(busy_timeout)
+            with self._failures():
+                self._setup(busy_timeout)
         except BaseException:
             self._db.close()
             raise
@@ -102,12 +192,13 @@ class SqliteJournal:
         with self._write():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise JournalError(f"journal schema version {version} is newer than this faxws")
-            if version < SCHEMA_VERSION:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                raise JournalError(
+                    f"journal {self._path}: schema version {version} is newer than this faxws"
+                )
+            while version < SCHEMA_VERSION:
+                _MIGRATIONS[version](self._db)
+                version += 1
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         with self._lock:
@@ -126,26 +217,38 @@ class SqliteJournal:
         return now.timestamp()
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        with self._lock:
+    def _failures(self) -> Iterator[None]:
+        """The file's failures (disk full, read-only, locked past the busy time-out) as a
+        JournalError naming the file; other errors pass unchanged."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            raise JournalError(f"journal {self._path}: {error}") from error
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._failures():
+            yield self._db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._failures():
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield
+                yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # a failed statement or COMMIT (disk full) may have ended the transaction
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _select(self, key: str) -> Row | None:
-        query = f"SELECT {_COLUMNS} FROM faxes WHERE key = ?"  # noqa: S608 - our own columns
-        found = self._db.execute(query, (key,)).fetchone()
+        found = self._db.execute(f"{_SELECT} WHERE key = ?", (key,)).fetchone()
         return None if found is None else _row(found)
 
-    def _update(self, key: str, **values: Any) -> Row:
-        if values:
-            names = ", ".join(f"{name} = ?" for name in values)
-            query = f"UPDATE faxes SET {names} WHERE key = ?"  # noqa: S608 - our own columns
-            self._db.execute(query, (*values.values(), key))
+    def _selected(self, key: str) -> Row:
         row = self._select(key)
         assert row is not None
         return row
@@ -154,149 +257,366 @@ class SqliteJournal:
         self,
         key: str,
         target: State | None,
-        sources: set[State],
+        sources: Iterable[State],
         owner: str | None = None,
         lease_seconds: float | None = None,
         **values: Any,
     ) -> Row:
         """Move ``key`` from one of ``sources`` to ``target`` (None: keep its state) if it is
         leased to ``owner`` (when given) unexpired, writing ``values`` too and, with
-        ``lease_seconds``, a new lease expiry."""
+        ``lease_seconds``, a new lease expiry: one UPDATE whose WHERE is the check."""
         with self._write():
+            return self._moved(key, target, sources, owner, lease_seconds, **values)
+
+    def _moved(
+        self,
+        key: str,
+        target: State | None,
+        sources: Iterable[State],
+        owner: str | None,
+        lease_seconds: float | None,
+        now: float | None = None,
+        **values: Any,
+    ) -> Row:
+        """:meth:`_move` in the caller's transaction (at ``now``, by default the clock's)."""
+        allowed = [s for s in sources if target is None or target in TRANSITIONS[s]]
+        if now is None:
+            now = self._now()
+        if target is not None:
+            values["state"] = target.value
+            if target not in (State.CLAIMED, State.SENDING):
+                values.update(lease_owner=None, lease_expires_at=None)
+            if target not in _TRACKED:
+                values["next_check_at"] = None
+        if lease_seconds is not None:
+            values["lease_expires_at"] = now + lease_seconds
+        values["updated_at"] = now
+        names = ", ".join(f"{name} = ?" for name in values)
+        marks = _marks(len(allowed))
+        query = f"UPDATE faxes SET {names} WHERE key = ? AND state IN ({marks})"  # noqa: S608
+        params = [*values.values(), key, *(s.value for s in allowed)]
+        if owner is not None:
+            query += " AND lease_owner = ? AND lease_expires_at > ?"
+            params += [owner, now]
+        if self._db.execute(query, params).rowcount != 1:
             row = self._select(key)
             if row is None:
                 raise UnknownKeyError(key)
-            if row.state not in sources or (
-                target is not None and target not in TRANSITIONS[row.state]
-            ):
+            if row.state not in allowed:
                 raise IllegalTransitionError(key, row.state, target or row.state)
-            now = self._now()
-            if owner is not None and (
-                row.lease_owner != owner
-                or row.lease_expires_at is None
-                or row.lease_expires_at.timestamp() <= now
-            ):
-                raise LeaseLostError(key, owner)
-            state = row.state if target is None else target
-            if lease_seconds is not None:
-                values["lease_expires_at"] = now + lease_seconds
-            if state not in (State.CLAIMED, State.SENDING):
-                values.update(lease_owner=None, lease_expires_at=None)
-            return self._update(key, state=state.value, updated_at=now, **values)
+            raise LeaseLostError(key, owner or "")
+        return self._selected(key)
 
-    def add(self, key: str, payload_sha256: str) -> Row:
+    # -- rows added ---------------------------------------------------------------------------
+
+    def add(
+        self, key: str, payload_sha256: str, payload: str = "", *, resend_of: str | None = None
+    ) -> Row:
         if not _SHA256.fullmatch(payload_sha256):
             raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
-        with self._write():
-            row = self._select(key)
-            if row is not None:
-                if row.payload_sha256 != payload_sha256:
-                    raise KeyReusedError(key)
-                return row
-            now = self._now()
-            self._db.execute(
-                f"INSERT INTO faxes ({_COLUMNS})"  # noqa: S608 - our own column names
-                " VALUES (?, ?, ?, ?, 0, '[]', NULL, NULL, NULL, ?, ?)",
-                (key, payload_sha256, new_reference_id(), State.PENDING.value, now, now),
+        if resend_of is None and _RESEND_KEY.search(key):
+            raise BadInputError(
+                "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
             )
-            return self._update(key)
+        with self._write():
+            if resend_of is not None:
+                if self._select(resend_of) is None:
+                    raise UnknownKeyError(resend_of)
+                self._check_not_resent(resend_of, key)
+            return self._insert(key, payload_sha256, payload, resend_of)
+
+    def _check_not_resent(self, resend_of: str, key: str) -> None:
+        found = self._db.execute("SELECT key FROM faxes WHERE resend_of = ?", (resend_of,))
+        other = found.fetchone()
+        if other is not None and other[0] != key:
+            raise JournalError(f"journal row {resend_of!r} is already sent again as {other[0]!r}")
+
+    def _insert(self, key: str, payload_sha256: str, payload: str, resend_of: str | None) -> Row:
+        now = self._now()
+        params = (key, payload_sha256, new_reference_id(), now, now, payload, resend_of)
+        if self._db.execute(_INSERT, params).rowcount == 1:
+            return self._selected(key)
+        row = self._selected(key)
+        if row.payload_sha256 != payload_sha256:
+            raise KeyReusedError(key)
+        return row
+
+    def add_resend(self, key: str) -> Row:
+        with self._write():
+            failed = self._select(key)
+            if failed is None:
+                raise UnknownKeyError(key)
+            found = self._db.execute(f"{_SELECT} WHERE resend_of = ?", (key,)).fetchone()
+            if found is not None:
+                return _row(found)
+            if failed.state is not State.FAILED:
+                raise IllegalTransitionError(key, failed.state, State.PENDING)
+            first, number = key, 1
+            resend = _RESEND_KEY.search(key)
+            if failed.resend_of is not None and resend is not None:
+                first, number = key[: resend.start()], int(resend.group(1)) + 1
+            new_key = f"{first}{RESEND_SUFFIX}{number}"
+            row = self._insert(new_key, failed.payload_sha256, failed.payload, key)
+            if row.resend_of != key:
+                raise JournalError(f"journal key {new_key!r} is taken by another row")
+            return row
+
+    # -- look-ups -----------------------------------------------------------------------------
 
     def get(self, key: str) -> Row | None:
-        with self._lock:
+        with self._read():
             return self._select(key)
 
-    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
-        with self._write():
-            now = self._now()
-            keys = self._db.execute(
-                "SELECT key FROM faxes WHERE state = ? OR (state = ? AND lease_expires_at <= ?)"
-                " ORDER BY created_at, key LIMIT ?",
-                (State.PENDING.value, State.CLAIMED.value, now, limit),
+    def by_job_id(self, job_id: str) -> Row | None:
+        with self._read() as db:
+            found = db.execute(
+                f"{_SELECT} WHERE key = (SELECT key FROM jobs WHERE job_id = ?)",  # noqa: S608
+                (job_id,),
+            ).fetchone()
+        return None if found is None else _row(found)
+
+    def by_reference(self, reference_id: str) -> Row | None:
+        with self._read() as db:
+            found = db.execute(f"{_SELECT} WHERE reference_id = ?", (reference_id,)).fetchone()
+        return None if found is None else _row(found)
+
+    def counts_by_state(self) -> dict[State, int]:
+        with self._read() as db:
+            found = dict(db.execute("SELECT state, count(*) FROM faxes GROUP BY state").fetchall())
+        return {state: found.get(state.value, 0) for state in State}
+
+    def rows_in(self, state: State, limit: int | None = None) -> list[Row]:
+        with self._read() as db:
+            found = db.execute(
+                f"{_SELECT} WHERE state = ? ORDER BY seq LIMIT ?",
+                (state.value, -1 if limit is None else limit),
             ).fetchall()
+        return [_row(values) for values in found]
+
+    def rows(
+        self, states: Collection[State] | None = None, *, after: int = 0, limit: int = 500
+    ) -> list[Row]:
+        query = f"{_SELECT} WHERE seq > ?"
+        params: list[object] = [after]
+        if states is not None:
+            query += f" AND state IN ({_marks(len(states))})"
+            params += [State(s).value for s in states]
+        with self._read() as db:
+            found = db.execute(f"{query} ORDER BY seq LIMIT ?", [*params, limit]).fetchall()
+        return [_row(values) for values in found]
+
+    # -- claims and sends ---------------------------------------------------------------------
+
+    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
+        with self._write() as db:
+            now = self._now()
+            found = db.execute(_CLAIMABLE, (limit, now)).fetchall()
+            expires = now + lease_seconds
+            db.executemany(
+                "UPDATE faxes SET state = 'claimed', attempt = attempt + 1, lease_owner = ?,"
+                " lease_expires_at = ?, updated_at = ? WHERE key = ?",
+                [(owner, expires, now, values[0]) for values in found],
+            )
             claimed = []
-            for (key,) in keys:
-                self._db.execute("UPDATE faxes SET attempt = attempt + 1 WHERE key = ?", (key,))
+            for values in found:
+                row = _row(values)
                 claimed.append(
-                    self._update(
-                        key,
-                        state=State.CLAIMED.value,
+                    dataclasses.replace(
+                        row,
+                        state=State.CLAIMED,
+                        attempt=row.attempt + 1,
                         lease_owner=owner,
-                        lease_expires_at=now + lease_seconds,
-                        updated_at=now,
+                        lease_expires_at=_time(expires),
+                        updated_at=datetime.fromtimestamp(now, timezone.utc),
                     )
                 )
             return claimed
 
     def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
-        """Extend ``owner``'s lease of a claimed or sending row."""
-        return self._move(key, None, {State.CLAIMED, State.SENDING}, owner, lease_seconds)
+        return self._move(key, None, (State.CLAIMED, State.SENDING), owner, lease_seconds)
+
+    def release(self, key: str, owner: str, reason: str | None = None) -> Row:
+        return self._move(key, State.PENDING, (State.CLAIMED, State.SENDING), owner, reason=reason)
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
-        return self._move(key, State.SENDING, {State.CLAIMED}, owner, lease_seconds)
+        return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds)
 
-    def mark_submitted(self, key: str, owner: str, job_ids: Sequence[str]) -> Row:
-        return self._move(
-            key, State.SUBMITTED, {State.SENDING}, owner, job_ids=json.dumps(list(job_ids))
-        )
+    def mark_submitted(
+        self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        return self._submitted(key, (State.SENDING,), owner, job_ids, check_at)
+
+    def _submitted(
+        self,
+        key: str,
+        sources: Sequence[State],
+        owner: str | None,
+        job_ids: Sequence[str],
+        check_at: datetime | None,
+    ) -> Row:
+        ids = [str(job_id) for job_id in job_ids]
+        when = None if check_at is None else _stamp(check_at, "check_at")
+        with self._write() as db:
+            now = self._now()
+            row = self._moved(
+                key,
+                State.SUBMITTED,
+                sources,
+                owner,
+                None,
+                now,
+                job_ids=json.dumps(ids),
+                next_check_at=now if when is None else when,
+                checks=0,
+            )
+            db.executemany(_INSERT_JOB, [(job_id, key) for job_id in ids])
+            return row
 
     def mark_failed(self, key: str, owner: str, reason: str) -> Row:
-        return self._move(key, State.FAILED, {State.SENDING}, owner, reason=reason)
+        return self._move(key, State.FAILED, (State.SENDING,), owner, reason=reason)
 
-    def mark_uncertain(self, key: str, owner: str, reason: str) -> Row:
-        return self._move(key, State.UNCERTAIN, {State.SENDING}, owner, reason=reason)
+    def mark_uncertain(
+        self, key: str, owner: str, reason: str, check_at: datetime | None = None
+    ) -> Row:
+        when = None if check_at is None else _stamp(check_at, "check_at")
+        with self._write():
+            now = self._now()
+            return self._moved(
+                key,
+                State.UNCERTAIN,
+                (State.SENDING,),
+                owner,
+                None,
+                now,
+                reason=reason,
+                next_check_at=now if when is None else when,
+                checks=0,
+            )
 
-    def resolve_uncertain(self, key: str, job_ids: Sequence[str]) -> Row:
-        return self._move(
-            key, State.SUBMITTED, {State.UNCERTAIN}, job_ids=json.dumps(list(job_ids))
-        )
+    def resolve_uncertain(
+        self, key: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        return self._submitted(key, (State.UNCERTAIN,), None, job_ids, check_at)
 
     def mark_needs_review(self, key: str, reason: str) -> Row:
-        return self._move(key, State.NEEDS_REVIEW, {State.UNCERTAIN}, reason=reason)
+        sources = (State.CLAIMED, State.UNCERTAIN, State.SUBMITTED)
+        return self._move(key, State.NEEDS_REVIEW, sources, reason=reason)
 
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
-        sources = {State.SUBMITTED}
+        sources = [State.SUBMITTED]
         if state is State.CANCELLED:
-            sources |= {State.PENDING, State.CLAIMED}
+            sources += [State.PENDING, State.CLAIMED]
         elif state not in (State.DELIVERED, State.FAILED):
             raise BadInputError("state", f"{state.value} is not a final state")
         return self._move(key, state, sources, reason=reason)
 
-    def counts_by_state(self) -> dict[State, int]:
-        with self._lock:
-            found = dict(
-                self._db.execute("SELECT state, count(*) FROM faxes GROUP BY state").fetchall()
-            )
-        return {state: found.get(state.value, 0) for state in State}
+    # -- tracking -----------------------------------------------------------------------------
 
-    def rows_in(self, state: State, limit: int | None = None) -> list[Row]:
-        with self._lock:
-            found = self._db.execute(
-                f"SELECT {_COLUMNS} FROM faxes WHERE state = ?"  # noqa: S608 - our own columns
-                " ORDER BY created_at, key LIMIT ?",
-                (state.value, -1 if limit is None else limit),
+    def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
+        if state not in _TRACKED:
+            raise BadInputError("state", f"{state.value} rows are not looked up")
+        with self._write() as db:
+            now = self._now()
+            found = db.execute(
+                f"{_SELECT} WHERE state = ? AND next_check_at <= ?"
+                " ORDER BY next_check_at, seq LIMIT ?",
+                (state.value, now, limit),
             ).fetchall()
-        return [_row(values) for values in found]
+            if not found:
+                return []
+            rows = [_row(values) for values in found]
+            later = now + lease_seconds
+            db.executemany(
+                "UPDATE faxes SET next_check_at = ? WHERE key = ?",
+                [(later, row.key) for row in rows],
+            )
+            return [dataclasses.replace(row, next_check_at=_time(later)) for row in rows]
+
+    def schedule(self, keys: Sequence[str], check_at: datetime) -> None:
+        when = _stamp(check_at, "check_at")
+        with self._write() as db:
+            db.executemany(
+                "UPDATE faxes SET next_check_at = ?, checks = checks + 1"
+                " WHERE key = ? AND state IN ('submitted', 'uncertain')",
+                [(when, key) for key in keys],
+            )
 
     def recover(self) -> list[Row]:
-        with self._write():
+        with self._write() as db:
             now = self._now()
-            keys = self._db.execute(
-                "SELECT key, state FROM faxes WHERE state IN (?, ?) AND lease_expires_at <= ?"
-                " ORDER BY created_at, key",
-                (State.CLAIMED.value, State.SENDING.value, now),
+            found = db.execute(
+                "SELECT key, state FROM faxes WHERE state IN ('claimed', 'sending')"
+                " AND lease_expires_at <= ? ORDER BY seq",
+                (now,),
             ).fetchall()
-            moved = []
-            for key, state in keys:
+            for key, state in found:
                 if state == State.CLAIMED.value:
-                    values = {"state": State.PENDING.value, "reason": None}
-                else:
-                    values = {
-                        "state": State.UNCERTAIN.value,
-                        "reason": "the lease expired while sending",
-                    }
-                moved.append(
-                    self._update(
-                        key, lease_owner=None, lease_expires_at=None, updated_at=now, **values
+                    db.execute(
+                        "UPDATE faxes SET state = 'pending', reason = NULL, lease_owner = NULL,"
+                        " lease_expires_at = NULL, updated_at = ? WHERE key = ?",
+                        (now, key),
                     )
-                )
-            return moved
+                else:
+                    db.execute(
+                        "UPDATE faxes SET state = 'uncertain', reason = ?, lease_owner = NULL,"
+                        " lease_expires_at = NULL, next_check_at = ?, checks = 0, updated_at = ?"
+                        " WHERE key = ?",
+                        ("the lease expired while sending", now, now, key),
+                    )
+            return [self._selected(key) for key, _ in found]
+
+    # -- limits shared by every worker --------------------------------------------------------
+
+    def next_call_at(self, account: str, interval: float) -> datetime:
+        with self._write() as db:
+            now = self._now()
+            found = db.execute(
+                "SELECT last_call_at FROM limits WHERE account = ?", (account,)
+            ).fetchone()
+            at = now if found is None else max(now, found[0] + interval)
+            db.execute(
+                "INSERT INTO limits (account, last_call_at) VALUES (?, ?)"
+                " ON CONFLICT (account) DO UPDATE SET last_call_at = excluded.last_call_at",
+                (account, at),
+            )
+        return datetime.fromtimestamp(at, timezone.utc)
+
+    def acquire_send_slot(
+        self, account: str, holder: str, limit: int, lease_seconds: float
+    ) -> bool:
+        with self._write() as db:
+            now = self._now()
+            db.execute(
+                "DELETE FROM send_slots WHERE account = ? AND expires_at <= ?", (account, now)
+            )
+            if (
+                db.execute(
+                    "UPDATE send_slots SET expires_at = ? WHERE account = ? AND holder = ?",
+                    (now + lease_seconds, account, holder),
+                ).rowcount
+                == 1
+            ):
+                return True
+            held = db.execute(
+                "SELECT count(*) FROM send_slots WHERE account = ?", (account,)
+            ).fetchone()[0]
+            if held >= limit:
+                return False
+            db.execute(
+                "INSERT INTO send_slots (account, holder, expires_at) VALUES (?, ?, ?)",
+                (account, holder, now + lease_seconds),
+            )
+            return True
+
+    def release_send_slot(self, account: str, holder: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM send_slots WHERE account = ? AND holder = ?", (account, holder))
+
+    def meta(self, name: str, default: str) -> str:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, default),
+            )
+            value: str = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()[0]
+            return value

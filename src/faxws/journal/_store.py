@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -26,26 +26,46 @@ class State(str, enum.Enum):
     UNCERTAIN = "uncertain"
     NEEDS_REVIEW = "needs_review"
 
+    @property
+    def final(self) -> bool:
+        """True for the states a row never leaves."""
+        return not TRANSITIONS[self]
 
-#: Every move a store makes, from each state. A row that reached SENDING never goes back to
-#: PENDING or CLAIMED: its fax may be at the service.
+
+#: Every move a store makes, from each state. A row that reached SENDING goes back to PENDING
+#: only when its send is known to have written no byte (the client's ``maybe_delivered``
+#: False for a failure before any byte); otherwise its fax may be at the service.
 TRANSITIONS: dict[State, frozenset[State]] = {
     State.PENDING: frozenset({State.CLAIMED, State.CANCELLED}),
-    State.CLAIMED: frozenset({State.CLAIMED, State.PENDING, State.SENDING, State.CANCELLED}),
-    State.SENDING: frozenset({State.SUBMITTED, State.FAILED, State.UNCERTAIN}),
+    State.CLAIMED: frozenset(
+        {State.CLAIMED, State.PENDING, State.SENDING, State.CANCELLED, State.NEEDS_REVIEW}
+    ),
+    State.SENDING: frozenset({State.SUBMITTED, State.FAILED, State.UNCERTAIN, State.PENDING}),
     State.UNCERTAIN: frozenset({State.SUBMITTED, State.NEEDS_REVIEW}),
-    State.SUBMITTED: frozenset({State.DELIVERED, State.FAILED, State.CANCELLED}),
+    State.SUBMITTED: frozenset(
+        {State.DELIVERED, State.FAILED, State.CANCELLED, State.NEEDS_REVIEW}
+    ),
     State.DELIVERED: frozenset(),
     State.FAILED: frozenset(),
     State.CANCELLED: frozenset(),
     State.NEEDS_REVIEW: frozenset(),
 }
 
+#: The key of a row's n-th resend is its first row's key with this suffix and n; a key a
+#: caller adds may not end so.
+RESEND_SUFFIX = "/resend-"
+
 
 @dataclass(frozen=True)
 class Row:
-    """One fax of the journal. ``reference_id`` is made once, when the row is added, and is
-    the ReferenceId its SendFaxEx goes with; ``attempt`` counts its claims."""
+    """One fax of the journal.
+
+    ``reference_id`` is made once, when the row is added, and is the ReferenceId its SendFaxEx
+    goes with; ``payload`` is what to send (the caller's text, JSON for the batch runner) and
+    ``payload_sha256`` its digest with the documents'; ``attempt`` counts its claims;
+    ``next_check_at`` is when a SUBMITTED or UNCERTAIN row is next looked up, ``checks`` how
+    many times it was; ``resend_of`` is the key of the FAILED row this one sends again;
+    ``seq`` orders rows as they were added."""
 
     key: str
     payload_sha256: str
@@ -58,6 +78,11 @@ class Row:
     reason: str | None
     created_at: datetime
     updated_at: datetime
+    payload: str = ""
+    resend_of: str | None = None
+    next_check_at: datetime | None = None
+    checks: int = 0
+    seq: int = 0
 
 
 class JournalError(FaxWSError):
@@ -102,51 +127,130 @@ class LeaseLostError(JournalError):
 class JournalStore(Protocol):
     """What a journal store does. Every move checks the row's current state in the same
     transaction that writes it, so two workers never both move one row; a move a row's state
-    does not allow raises :class:`IllegalTransitionError`."""
+    does not allow raises :class:`IllegalTransitionError`, one of an unknown key
+    :class:`UnknownKeyError`. Times are aware datetimes from the store's clock."""
 
-    def add(self, key: str, payload_sha256: str) -> Row:
-        """Add a pending row; the same key and payload again return the existing row, the same
-        key with another payload raises :class:`KeyReusedError`."""
+    def add(
+        self, key: str, payload_sha256: str, payload: str = "", *, resend_of: str | None = None
+    ) -> Row:
+        """Add a pending row; the same key and digest again return the existing row (its
+        payload untouched), the same key with another digest raises :class:`KeyReusedError`.
+        A key ending in :data:`RESEND_SUFFIX` and digits is refused (BadInputError) unless
+        ``resend_of`` is given (see :meth:`add_resend`)."""
+        ...
+
+    def add_resend(self, key: str) -> Row:
+        """A new pending row that sends FAILED row ``key``'s payload again, linked to it by
+        ``resend_of``: key ``<first key>/resend-<n>`` (n counts the resends of the first row),
+        a new ReferenceId. Once per failed row: asked again, the same new row."""
         ...
 
     def get(self, key: str) -> Row | None: ...
 
-    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
-        """Lease up to ``limit`` pending rows (or claimed ones whose lease expired) to
-        ``owner``, oldest first."""
+    def by_job_id(self, job_id: str) -> Row | None:
+        """The row whose send was given job id ``job_id``."""
         ...
 
-    def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row: ...
+    def by_reference(self, reference_id: str) -> Row | None: ...
+
+    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
+        """Lease up to ``limit`` pending rows (or claimed ones whose lease expired) to
+        ``owner``, oldest first (by ``seq``); each claim adds one to ``attempt``."""
+        ...
+
+    def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
+        """Extend ``owner``'s lease of a claimed or sending row (LeaseLostError if it is not
+        ``owner``'s unexpired lease)."""
+        ...
+
+    def release(self, key: str, owner: str, reason: str | None = None) -> Row:
+        """CLAIMED or SENDING -> PENDING, the lease dropped: a claim not used, or a send known
+        to have written no byte (the caller's fact, never a guess)."""
+        ...
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
         """CLAIMED -> SENDING, durably, before the first byte of the send is written."""
         ...
 
-    def mark_submitted(self, key: str, owner: str, job_ids: Sequence[str]) -> Row: ...
+    def mark_submitted(
+        self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        """SENDING -> SUBMITTED with the job ids (findable by :meth:`by_job_id`), first looked
+        up at ``check_at``."""
+        ...
 
     def mark_failed(self, key: str, owner: str, reason: str) -> Row:
         """SENDING -> FAILED: the service refused the send (``maybe_delivered`` False)."""
         ...
 
-    def mark_uncertain(self, key: str, owner: str, reason: str) -> Row:
-        """SENDING -> UNCERTAIN: the send ended without an answer (``maybe_delivered`` True)."""
+    def mark_uncertain(
+        self, key: str, owner: str, reason: str, check_at: datetime | None = None
+    ) -> Row:
+        """SENDING -> UNCERTAIN: the send ended without an answer (``maybe_delivered`` True);
+        looked up by its ReferenceId from ``check_at``."""
         ...
 
-    def resolve_uncertain(self, key: str, job_ids: Sequence[str]) -> Row: ...
+    def resolve_uncertain(
+        self, key: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        """UNCERTAIN -> SUBMITTED: the reference lookup found the job (``job_ids`` may be
+        empty: the lookup gives none; such a row is tracked by its ReferenceId)."""
+        ...
 
-    def mark_needs_review(self, key: str, reason: str) -> Row: ...
+    def mark_needs_review(self, key: str, reason: str) -> Row:
+        """CLAIMED, UNCERTAIN or SUBMITTED -> NEEDS_REVIEW, with what is known in ``reason``."""
+        ...
 
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
         """SUBMITTED -> DELIVERED, FAILED or CANCELLED (and PENDING or CLAIMED -> CANCELLED)."""
+        ...
+
+    def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
+        """Up to ``limit`` rows in ``state`` (SUBMITTED or UNCERTAIN) whose ``next_check_at``
+        has come, soonest first; their ``next_check_at`` moves ``lease_seconds`` on in the same
+        transaction, so other workers skip them meanwhile."""
+        ...
+
+    def schedule(self, keys: Sequence[str], check_at: datetime) -> None:
+        """Set the next look-up of rows ``keys`` (still SUBMITTED or UNCERTAIN; others are
+        left alone) and count one check each, in one transaction."""
+        ...
+
+    def recover(self) -> list[Row]:
+        """Return expired claims to PENDING (nothing was sent) and make SENDING rows whose
+        lease expired UNCERTAIN (their worker died mid-send: looked up at once); the moved
+        rows."""
         ...
 
     def counts_by_state(self) -> dict[State, int]: ...
 
     def rows_in(self, state: State, limit: int | None = None) -> list[Row]: ...
 
-    def recover(self) -> list[Row]:
-        """Return expired claims to PENDING (nothing was sent) and make SENDING rows whose
-        lease expired UNCERTAIN (their worker died mid-send); the moved rows."""
+    def rows(
+        self, states: Collection[State] | None = None, *, after: int = 0, limit: int = 500
+    ) -> list[Row]:
+        """Up to ``limit`` rows (in ``states``, or all) with ``seq`` above ``after``, by
+        ``seq``: page through a journal with the last row's ``seq``."""
+        ...
+
+    def next_call_at(self, account: str, interval: float) -> datetime:
+        """Reserve the next call slot of ``account`` for calls ``interval`` seconds apart,
+        shared by every worker of the store: the returned time is when this caller may call
+        (now, or the previous reservation plus ``interval``)."""
+        ...
+
+    def acquire_send_slot(
+        self, account: str, holder: str, limit: int, lease_seconds: float
+    ) -> bool:
+        """Hold one of ``account``'s ``limit`` concurrent send slots for ``holder`` (a row's
+        key) until released or ``lease_seconds`` pass; False when all are held."""
+        ...
+
+    def release_send_slot(self, account: str, holder: str) -> None: ...
+
+    def meta(self, name: str, default: str) -> str:
+        """The journal-wide value ``name``, set to ``default`` on first use (a batch id, the
+        trace context its attempts link to)."""
         ...
 
     def close(self) -> None: ...
