@@ -223,7 +223,16 @@ class SqliteJournal:
         try:
             yield
         except sqlite3.Error as error:
-            raise JournalError(f"journal {self._path}: {error}") from error
+            raise JournalError(f"journal {self._path}: {error}{self._read_only()}") from error
+
+    def _read_only(self) -> str:
+        """A hint when the file, or the folder its WAL files go in, cannot be written."""
+        folder = os.path.dirname(os.path.abspath(self._path))
+        if not os.access(folder, os.W_OK) or (
+            os.path.exists(self._path) and not os.access(self._path, os.W_OK)
+        ):
+            return " (the file or its folder is read-only)"
+        return ""
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

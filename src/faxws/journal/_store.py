@@ -63,8 +63,9 @@ class Row:
     ``reference_id`` is made once, when the row is added, and is the ReferenceId its SendFaxEx
     goes with; ``payload`` is what to send (the caller's text, JSON for the batch runner) and
     ``payload_sha256`` its digest with the documents'; ``attempt`` counts its claims;
-    ``next_check_at`` is when a SUBMITTED or UNCERTAIN row is next looked up, ``checks`` how
-    many times it was; ``resend_of`` is the key of the FAILED row this one sends again;
+    ``next_check_at`` is when a SUBMITTED or UNCERTAIN row is next looked up (None in other
+    states), ``checks`` how many look-ups :meth:`JournalStore.schedule` counted since the row
+    entered that state; ``resend_of`` is the key of the FAILED row this one sends again;
     ``seq`` orders rows as they were added."""
 
     key: str
@@ -135,14 +136,16 @@ class JournalStore(Protocol):
     ) -> Row:
         """Add a pending row; the same key and digest again return the existing row (its
         payload untouched), the same key with another digest raises :class:`KeyReusedError`.
-        A key ending in :data:`RESEND_SUFFIX` and digits is refused (BadInputError) unless
-        ``resend_of`` is given (see :meth:`add_resend`)."""
+        A key ending in :data:`RESEND_SUFFIX` and digits is refused (BadInputError naming
+        ``key``) unless ``resend_of`` is given (see :meth:`add_resend`): the key of an existing
+        row (else UnknownKeyError) that no other row sends again (else JournalError)."""
         ...
 
     def add_resend(self, key: str) -> Row:
         """A new pending row that sends FAILED row ``key``'s payload again, linked to it by
         ``resend_of``: key ``<first key>/resend-<n>`` (n counts the resends of the first row),
-        a new ReferenceId. Once per failed row: asked again, the same new row."""
+        a new ReferenceId. Once per failed row: asked again, the same new row (whatever its
+        state now). A row not FAILED raises :class:`IllegalTransitionError` (target PENDING)."""
         ...
 
     def get(self, key: str) -> Row | None: ...
@@ -160,12 +163,14 @@ class JournalStore(Protocol):
 
     def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
         """Extend ``owner``'s lease of a claimed or sending row (LeaseLostError if it is not
-        ``owner``'s unexpired lease)."""
+        ``owner``'s unexpired lease; IllegalTransitionError, target its own state, if the row
+        is in neither state)."""
         ...
 
     def release(self, key: str, owner: str, reason: str | None = None) -> Row:
-        """CLAIMED or SENDING -> PENDING, the lease dropped: a claim not used, or a send known
-        to have written no byte (the caller's fact, never a guess)."""
+        """CLAIMED or SENDING -> PENDING, the lease dropped (``owner``'s unexpired lease, else
+        LeaseLostError), ``attempt`` kept: a claim not used, or a send known to have written no
+        byte (the caller's fact, never a guess)."""
         ...
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
@@ -176,7 +181,7 @@ class JournalStore(Protocol):
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
     ) -> Row:
         """SENDING -> SUBMITTED with the job ids (findable by :meth:`by_job_id`), first looked
-        up at ``check_at``."""
+        up at ``check_at`` (None: now); ``checks`` starts again from 0."""
         ...
 
     def mark_failed(self, key: str, owner: str, reason: str) -> Row:
@@ -187,14 +192,15 @@ class JournalStore(Protocol):
         self, key: str, owner: str, reason: str, check_at: datetime | None = None
     ) -> Row:
         """SENDING -> UNCERTAIN: the send ended without an answer (``maybe_delivered`` True);
-        looked up by its ReferenceId from ``check_at``."""
+        looked up by its ReferenceId from ``check_at`` (None: now)."""
         ...
 
     def resolve_uncertain(
         self, key: str, job_ids: Sequence[str], check_at: datetime | None = None
     ) -> Row:
         """UNCERTAIN -> SUBMITTED: the reference lookup found the job (``job_ids`` may be
-        empty: the lookup gives none; such a row is tracked by its ReferenceId)."""
+        empty: the lookup gives none; such a row is tracked by its ReferenceId), looked up from
+        ``check_at`` (None: now)."""
         ...
 
     def mark_needs_review(self, key: str, reason: str) -> Row:
@@ -208,12 +214,12 @@ class JournalStore(Protocol):
     def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
         """Up to ``limit`` rows in ``state`` (SUBMITTED or UNCERTAIN) whose ``next_check_at``
         has come, soonest first; their ``next_check_at`` moves ``lease_seconds`` on in the same
-        transaction, so other workers skip them meanwhile."""
+        transaction, so other workers skip them meanwhile. Another state: BadInputError."""
         ...
 
     def schedule(self, keys: Sequence[str], check_at: datetime) -> None:
         """Set the next look-up of rows ``keys`` (still SUBMITTED or UNCERTAIN; others are
-        left alone) and count one check each, in one transaction."""
+        left alone, unknown keys ignored) and count one check each, in one transaction."""
         ...
 
     def recover(self) -> list[Row]:
@@ -243,7 +249,8 @@ class JournalStore(Protocol):
         self, account: str, holder: str, limit: int, lease_seconds: float
     ) -> bool:
         """Hold one of ``account``'s ``limit`` concurrent send slots for ``holder`` (a row's
-        key) until released or ``lease_seconds`` pass; False when all are held."""
+        key) until released or ``lease_seconds`` pass; False when all are held. Asked again by
+        a holder: its slot, held ``lease_seconds`` from now."""
         ...
 
     def release_send_slot(self, account: str, holder: str) -> None: ...
