@@ -1,0 +1,43 @@
+"""One way to open a journal, whichever store it is in: a PostgreSQL connection string opens a
+PostgresJournal (psycopg imported only then), anything else is an SQLite file."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from typing import Any
+
+from faxws.journal._sqlite import SqliteJournal
+from faxws.journal._store import JournalError, JournalStore
+
+_URL = re.compile(r"postgres(?:ql)?://", re.IGNORECASE)
+#: libpq's "key=value" form names a database or a host (spaces may surround the "=").
+_KEYWORDS = re.compile(r"(?:\A|\s)(?:dbname|host)\s*=")
+
+
+def is_postgres(target: str | os.PathLike[str]) -> bool:
+    """Whether ``target`` names a PostgreSQL database (a ``postgresql://`` or ``postgres://``
+    URL, or a libpq "key=value" string with ``dbname=`` or ``host=``); a path object never
+    does."""
+    if not isinstance(target, str):
+        return False
+    return bool(_URL.match(target.lstrip()) or _KEYWORDS.search(target))
+
+
+def open_journal(target: str | os.PathLike[str], **kwargs: Any) -> JournalStore:
+    """The journal at ``target``: a PostgreSQL database (see :func:`is_postgres`), else the
+    SQLite file at that path. ``kwargs`` go to the store (``clock``, and the store's own, such
+    as SQLite's ``busy_timeout``). The connection string never appears in an error of this
+    function: it may hold a password."""
+    if not is_postgres(target):
+        return SqliteJournal(target, **kwargs)
+    try:
+        importlib.import_module("psycopg")
+    except ImportError as error:
+        raise JournalError(
+            "a PostgreSQL journal needs psycopg 3: pip install 'faxws[postgres]'"
+        ) from error
+    postgres = importlib.import_module("faxws.journal._postgres")
+    store: JournalStore = postgres.PostgresJournal(target, **kwargs)
+    return store
