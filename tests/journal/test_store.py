@@ -680,6 +680,24 @@ def test_counts_and_rows_by_state(store: JournalStore, clock: Clock) -> None:
     assert store.rows_in(S.DELIVERED) == []
 
 
+def test_a_limit_of_nothing_gives_nothing_and_below_is_refused(store: JournalStore) -> None:
+    reach(store, "s", S.SUBMITTED)
+    store.add("p", SHA)
+    reads: list[Callable[[int], list[Row]]] = [
+        lambda n: store.claim("w1", 60, n),
+        lambda n: store.due(S.SUBMITTED, 60, n),
+        lambda n: store.rows(limit=n),
+        lambda n: store.rows_in(S.PENDING, limit=n),
+    ]
+    for read in reads:
+        assert read(0) == []
+        with pytest.raises(BadInputError):
+            read(-1)
+    assert got(store, "p").state is S.PENDING
+    assert got(store, "s").next_check_at is not None
+    assert [r.key for r in store.due(S.SUBMITTED, 60, 5)] == ["s"]
+
+
 # -- limits and values shared by every worker ----------------------------------------------
 
 

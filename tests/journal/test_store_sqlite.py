@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -27,20 +27,14 @@ S = State
 SHA = hashlib.sha256(b"the fax").hexdigest()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+class Clock(Protocol):
+    """conftest's ``clock``: the store's clock, moved by hand."""
 
-    def __call__(self) -> datetime:
-        return self.now
+    now: datetime
 
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+    def __call__(self) -> datetime: ...
 
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
+    def advance(self, seconds: float) -> None: ...
 
 
 def test_the_file_is_reopened_and_its_settings_hold(tmp_path: Path, clock: Clock) -> None:

@@ -157,6 +157,13 @@ def _row(values: Sequence[Any]) -> Row:
     )
 
 
+def _limit(limit: int) -> int:
+    # SQLite reads a negative LIMIT as none at all
+    if limit < 0:
+        raise BadInputError("limit", f"{limit} is below 0")
+    return limit
+
+
 def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
@@ -398,7 +405,7 @@ class SqliteJournal:
         with self._read() as db:
             found = db.execute(
                 f"{_SELECT} WHERE state = ? ORDER BY seq LIMIT ?",
-                (state.value, -1 if limit is None else limit),
+                (state.value, -1 if limit is None else _limit(limit)),
             ).fetchall()
         return [_row(values) for values in found]
 
@@ -411,7 +418,7 @@ class SqliteJournal:
             query += f" AND state IN ({_marks(len(states))})"
             params += [State(s).value for s in states]
         with self._read() as db:
-            found = db.execute(f"{query} ORDER BY seq LIMIT ?", [*params, limit]).fetchall()
+            found = db.execute(f"{query} ORDER BY seq LIMIT ?", [*params, _limit(limit)]).fetchall()
         return [_row(values) for values in found]
 
     # -- claims and sends ---------------------------------------------------------------------
@@ -419,7 +426,7 @@ class SqliteJournal:
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
         with self._write() as db:
             now = self._now()
-            found = db.execute(_CLAIMABLE, (limit, now)).fetchall()
+            found = db.execute(_CLAIMABLE, (_limit(limit), now)).fetchall()
             expires = now + lease_seconds
             db.executemany(
                 "UPDATE faxes SET state = 'claimed', attempt = attempt + 1, lease_owner = ?,"
@@ -529,7 +536,7 @@ class SqliteJournal:
             found = db.execute(
                 f"{_SELECT} WHERE state = ? AND next_check_at <= ?"
                 " ORDER BY next_check_at, seq LIMIT ?",
-                (state.value, now, limit),
+                (state.value, now, _limit(limit)),
             ).fetchall()
             if not found:
                 return []
