@@ -6,12 +6,22 @@ SENDING durably right before ``send_fax`` writes its first byte, then SUBMITTED 
 FAILED (the service refused: ``maybe_delivered`` False) or UNCERTAIN (``maybe_delivered``
 True). A row that reached SENDING is never handed out again: :meth:`JournalStore.recover`
 makes one whose lease expired UNCERTAIN, to be looked up by its ReferenceId.
+
+:class:`Batch` is the Python API over a store: rows added as :class:`FaxSpec`, sent by worker
+threads, tracked to their outcome. ``PostgresJournal`` is imported (with psycopg) only when
+it is first used.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from faxws.journal._open import open_journal
+from faxws.journal._payload import FaxSpec, FileSpec
+from faxws.journal._runner import Batch, Outcome, ResendPolicy, RunSummary, Stop
 from faxws.journal._sqlite import SqliteJournal
 from faxws.journal._store import (
+    RESEND_SUFFIX,
     TRANSITIONS,
     Clock,
     IllegalTransitionError,
@@ -25,15 +35,34 @@ from faxws.journal._store import (
 )
 
 __all__ = [
+    "RESEND_SUFFIX",
     "TRANSITIONS",
+    "Batch",
     "Clock",
+    "FaxSpec",
+    "FileSpec",
     "IllegalTransitionError",
     "JournalError",
     "JournalStore",
     "KeyReusedError",
     "LeaseLostError",
+    "Outcome",
+    "PostgresJournal",
+    "ResendPolicy",
     "Row",
+    "RunSummary",
     "SqliteJournal",
     "State",
+    "Stop",
     "UnknownKeyError",
+    "open_journal",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # psycopg is imported with the PostgreSQL store, only when it is asked for.
+    if name == "PostgresJournal":
+        import importlib
+
+        return importlib.import_module("faxws.journal._postgres").PostgresJournal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

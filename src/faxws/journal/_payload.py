@@ -1,0 +1,276 @@
+"""What one journal row sends (:class:`FaxSpec`), as canonical JSON text, and its digest.
+
+The payload names the documents by absolute path and never holds their bytes; the digest binds
+the row to what the files held when it was added: a worker checks it again before the send, so
+a key never sends a different document than the one it was added with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from faxws._protocol.checks import check_int, check_text
+from faxws.errors import BadInputError
+from faxws.jobs import JobOptions
+from faxws.models import EXTENSION_TYPES, FaxFile, Recipient
+
+__all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec"]
+
+#: The ``v`` of the payload's JSON: a later layout gets a new number, and a worker of this
+#: faxws refuses (to review) a row it cannot read instead of guessing.
+PAYLOAD_VERSION = 1
+
+_RECIPIENT_FIELDS = ("fax_number", "company", "title", "name", "secure_csid")
+#: JobOptions fields a payload holds: the row gives the ReferenceId, the batch the Notify.
+_OPTION_FIELDS = tuple(
+    f.name for f in dataclasses.fields(JobOptions) if f.name not in ("reference_id", "notify")
+)
+_TIMES = ("start_at", "expires_at")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, init=False)
+class FileSpec:
+    """One document of a row: a file, by absolute path (a relative one is made absolute at
+    once, against the current directory), and its FileTypeId (by default from the extension,
+    as :meth:`faxws.FaxFile.from_path` infers it; TIFF needs one)."""
+
+    path: str
+    file_type: int
+
+    def __init__(self, path: str | os.PathLike[str], file_type: int | None = None) -> None:
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
+        text = check_text("path", path, required=True)
+        if "\x00" in text:
+            raise BadInputError("path", "contains U+0000")
+        absolute = os.path.abspath(text)
+        if file_type is None:
+            ext = Path(absolute).suffix.lower()
+            inferred = EXTENSION_TYPES.get(ext)
+            if inferred is None:
+                tiff = " (TIFF has several ids: pass FileType.TIFF_G3, TIFF_G4 or TIFF_COLOR)"
+                hint = tiff if ext in (".tif", ".tiff") else ""
+                raise BadInputError(
+                    "file_type",
+                    f"cannot infer the type of {Path(absolute).name!r} from its extension "
+                    f"{ext or '(none)'!r}; pass file_type{hint}",
+                )
+            file_type = int(inferred)
+        object.__setattr__(self, "path", absolute)
+        object.__setattr__(self, "file_type", check_int("file_type", file_type))
+
+    def sha256(self) -> str:
+        """The file's own sha256 (reads it; BadInputError naming it when it cannot be read)."""
+        digest = hashlib.sha256()
+        try:
+            with open(self.path, "rb") as fh:
+                while chunk := fh.read(_CHUNK):
+                    digest.update(chunk)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise BadInputError("file", f"cannot read {self.path}: {reason}") from None
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True, init=False)
+class FaxSpec:
+    """What one row sends: ``recipients`` (Recipient, or a fax number), ``files``
+    (:class:`FileSpec`) and ``options`` (:class:`~faxws.JobOptions` without ``reference_id``,
+    which each row has its own, and without ``notify``, which the batch gives and which is
+    never stored). Checked when made: a bad field raises BadInputError naming it."""
+
+    recipients: tuple[Recipient, ...]
+    files: tuple[FileSpec, ...]
+    options: JobOptions
+
+    def __init__(
+        self,
+        recipients: Sequence[Recipient | str],
+        files: Sequence[FileSpec],
+        options: JobOptions | None = None,
+    ) -> None:
+        object.__setattr__(self, "recipients", _recipients(recipients))
+        object.__setattr__(self, "files", _files(files))
+        object.__setattr__(self, "options", _options(options))
+
+    def payload(self) -> str:
+        """Canonical JSON text: sorted keys, no whitespace, ASCII, paths absolute; options
+        left at their defaults are left out."""
+        return json.dumps(self._document(), sort_keys=True, separators=(",", ":"))
+
+    def _document(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        default = JobOptions()
+        for name in _OPTION_FIELDS:
+            value = getattr(self.options, name)
+            if value != getattr(default, name):
+                options[name] = value.isoformat() if isinstance(value, datetime) else value
+        return {
+            "v": PAYLOAD_VERSION,
+            "recipients": [
+                {name: getattr(r, name) for name in _RECIPIENT_FIELDS if getattr(r, name)}
+                for r in self.recipients
+            ],
+            "files": [{"path": f.path, "type": f.file_type} for f in self.files],
+            "options": options,
+        }
+
+    @classmethod
+    def from_payload(cls, text: str) -> FaxSpec:
+        """The spec a payload (from :meth:`payload`) holds; BadInputError naming the part
+        at fault for any other text."""
+        try:
+            document = json.loads(text)
+        except (TypeError, ValueError):
+            raise BadInputError("payload", "is not JSON text") from None
+        if not isinstance(document, dict):
+            raise BadInputError("payload", "is not a JSON object")
+        if document.get("v") != PAYLOAD_VERSION:
+            raise BadInputError(
+                "payload.v", f"is {document.get('v')!r}; this faxws reads {PAYLOAD_VERSION}"
+            )
+        extra = set(document) - {"v", "recipients", "files", "options"}
+        if extra:
+            raise BadInputError("payload", f"has unknown fields: {', '.join(sorted(extra))}")
+        recipients = _list(document, "recipients")
+        files = _list(document, "files")
+        options = document.get("options", {})
+        if not isinstance(options, dict):
+            raise BadInputError("payload.options", "is not a JSON object")
+        return cls(
+            [_recipient_from(i, item) for i, item in enumerate(recipients)],
+            [_file_from(i, item) for i, item in enumerate(files)],
+            _options_from(options),
+        )
+
+    def digest(self) -> str:
+        """sha256 hex of the payload text and of each file's own sha256 (in order): reads the
+        files; one that cannot be read raises BadInputError naming it."""
+        digest = hashlib.sha256(self.payload().encode("ascii"))
+        for spec in self.files:
+            digest.update(b"\n" + spec.sha256().encode("ascii"))
+        return digest.hexdigest()
+
+    def fax_files(self) -> list[FaxFile]:
+        """The documents to give to ``send_fax`` (each opened and measured now)."""
+        out = []
+        for i, spec in enumerate(self.files):
+            try:
+                out.append(FaxFile(Path(spec.path), spec.file_type))
+            except BadInputError as exc:
+                raise BadInputError(f"files[{i}]", f"{spec.path}: {exc.problem}") from None
+        return out
+
+    def fax_numbers(self) -> tuple[str, ...]:
+        return tuple(r.fax_number for r in self.recipients)
+
+
+def _recipients(recipients: object) -> tuple[Recipient, ...]:
+    if isinstance(recipients, (str, bytes, Recipient)) or not isinstance(recipients, Sequence):
+        raise BadInputError("recipients", "must be a list of Recipient")
+    if not recipients:
+        raise BadInputError("recipients", "must hold at least one recipient")
+    out = []
+    for i, r in enumerate(recipients):
+        if isinstance(r, str):
+            try:
+                r = Recipient(r)
+            except BadInputError as exc:
+                raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
+        elif type(r) is not Recipient:
+            # A subclass may have replaced the checks; the payload holds plain fields.
+            if not isinstance(r, Recipient):
+                raise BadInputError(
+                    f"recipients[{i}]", f"must be a Recipient, not {type(r).__name__}"
+                )
+            try:
+                r = Recipient(*(getattr(r, name) for name in _RECIPIENT_FIELDS))
+            except BadInputError as exc:
+                raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
+        out.append(r)
+    return tuple(out)
+
+
+def _files(files: object) -> tuple[FileSpec, ...]:
+    if isinstance(files, (str, bytes, FileSpec)) or not isinstance(files, Sequence):
+        raise BadInputError("files", "must be a list of FileSpec")
+    if not files:
+        raise BadInputError("files", "must hold at least one file")
+    for i, f in enumerate(files):
+        if not isinstance(f, FileSpec):
+            raise BadInputError(f"files[{i}]", f"must be a FileSpec, not {type(f).__name__}")
+    return tuple(files)
+
+
+def _options(options: object) -> JobOptions:
+    if options is None:
+        return JobOptions()
+    if not isinstance(options, JobOptions):
+        raise BadInputError("options", f"must be a JobOptions, not {type(options).__name__}")
+    if options.reference_id is not None:
+        raise BadInputError("options.reference_id", "is given by the journal: each row has its own")
+    if options.notify is not None:
+        raise BadInputError(
+            "options.notify", "is given to the Batch (its password is never stored)"
+        )
+    return options
+
+
+def _list(document: dict[str, Any], name: str) -> list[Any]:
+    value = document.get(name)
+    if not isinstance(value, list):
+        raise BadInputError(f"payload.{name}", "is not a JSON list")
+    return value
+
+
+def _recipient_from(i: int, item: object) -> Recipient:
+    where = f"payload.recipients[{i}]"
+    if not isinstance(item, dict) or set(item) - set(_RECIPIENT_FIELDS):
+        raise BadInputError(where, f"is not an object of {', '.join(_RECIPIENT_FIELDS)}")
+    try:
+        return Recipient(**item)
+    except (BadInputError, TypeError) as exc:
+        problem = exc.problem if isinstance(exc, BadInputError) else str(exc)
+        raise BadInputError(where, problem) from None
+
+
+def _file_from(i: int, item: object) -> FileSpec:
+    where = f"payload.files[{i}]"
+    if not isinstance(item, dict) or set(item) != {"path", "type"}:
+        raise BadInputError(where, "is not an object of path and type")
+    path = item["path"]
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise BadInputError(f"{where}.path", "is not an absolute path")
+    try:
+        return FileSpec(path, item["type"])
+    except BadInputError as exc:
+        raise BadInputError(f"{where}.{exc.field}", exc.problem) from None
+
+
+def _options_from(options: dict[str, Any]) -> JobOptions:
+    unknown = set(options) - set(_OPTION_FIELDS)
+    if unknown:
+        raise BadInputError("payload.options", f"has unknown fields: {', '.join(sorted(unknown))}")
+    values = dict(options)
+    for name in _TIMES:
+        if name in values:
+            text = values[name]
+            try:
+                values[name] = datetime.fromisoformat(text) if isinstance(text, str) else None
+            except ValueError:
+                values[name] = None
+            if values[name] is None:
+                raise BadInputError(f"payload.options.{name}", "is not an ISO 8601 date and time")
+    try:
+        return JobOptions(**values)
+    except BadInputError as exc:
+        raise BadInputError(f"payload.options.{exc.field}", exc.problem) from None

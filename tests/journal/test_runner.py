@@ -1,0 +1,574 @@
+"""The batch runner against the simulator (real HTTP, in-process) on each store: every row sent
+once and followed to its end; telephone failures sent again only under a policy; a send whose
+answer was lost looked up by its ReferenceId, never sent twice; an authentication failure ends
+the run with nothing failed; the account's call rate and concurrent sends kept by every
+worker; tracking that asks about many jobs per call; a stop that lets calls in flight finish
+and records them; two runs on one journal sending each key once.
+
+Time is :class:`FakeTime`: the workers' sleeps move it (and the simulator's clock), only when
+every worker sleeps, so lives of minutes and back-offs take no real time."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runner_support import (
+    BUSY,
+    NEVER_ENDS,
+    ORDINARY,
+    REJECTED,
+    FakeTime,
+    batch_for,
+    calls,
+    client_for,
+    document,
+    sends_by_reference,
+    simulator,
+    spec,
+    spied_client,
+)
+
+from faxws import FaxWSError
+from faxws.errors import AuthenticationError, ConnectError
+from faxws.journal import Batch, FaxSpec, FileSpec, JournalStore, ResendPolicy, State, Stop
+from faxws.journal._runner import LOOKUPS
+from faxws.testing import Fault, FaxWSSimulator
+from faxws.transport import Request, Response
+
+OpenStore = Any
+
+
+@pytest.fixture
+def fake() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture
+def sim(fake: FakeTime) -> Iterator[FaxWSSimulator]:
+    with simulator(fake) as started:
+        yield started
+
+
+@pytest.fixture
+def store(open_store: OpenStore, fake: FakeTime) -> JournalStore:
+    made: JournalStore = open_store(clock=fake)
+    return made
+
+
+@pytest.fixture
+def pdf(tmp_path: Path) -> Path:
+    return document(tmp_path)
+
+
+def add(batch: Batch, pdf: Path, count: int, *numbers: str, prefix: str = "fax") -> list[str]:
+    keys = [f"{prefix}-{n:04d}" for n in range(count)]
+    for key in keys:
+        batch.add(key, spec(pdf, *numbers))
+    return keys
+
+
+def states(batch: Batch) -> dict[State, int]:
+    return {s: n for s, n in batch.counts().items() if n}
+
+
+def references(batch: Batch) -> dict[str, str]:
+    return {o.key: o.reference_id for o in batch.outcomes()}
+
+
+# -- every row once, to its end --------------------------------------------------------------
+
+
+def test_200_rows_are_each_sent_once_and_followed_to_their_end(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    keys = add(batch, pdf, 200)
+    seen: list[dict[State, int]] = []
+    summary = batch.run(workers=4, on_progress=seen.append)
+    assert summary.stopped is False
+    assert {s: n for s, n in summary.counts.items() if n} == {State.DELIVERED: 200}
+    sent = sends_by_reference(sim)
+    assert calls(sim, "SendFaxEx") == 200
+    assert sorted(sent) == sorted(references(batch).values())
+    assert set(sent.values()) == {1}
+    outcomes = list(batch.outcomes())
+    assert [o.key for o in outcomes] == keys
+    assert all(o.attempt == 1 and len(o.job_ids) == 1 for o in outcomes)
+    assert all(o.recipients == (ORDINARY,) for o in outcomes)
+    assert seen[-1] == summary.counts
+    client.close()
+
+
+def test_a_second_run_sends_nothing_again(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 5)
+    batch.run(workers=2)
+    again = batch_for(store, client, fake)
+    add(again, pdf, 5)  # the same keys and specs: the rows as they are
+    assert again.run(workers=2).counts[State.DELIVERED] == 5
+    assert calls(sim, "SendFaxEx") == 5
+    client.close()
+
+
+def test_tracking_asks_about_at_least_50_jobs_per_status_call_per_round(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 180)
+    add(batch, pdf, 20, BUSY, prefix="busy")  # tracked for minutes after the others end
+    batch.run(workers=4)
+    rounds: dict[float, list[int]] = {}
+    for request in sim.requests_for("GetRealTimeFaxStatusEx2"):
+        asked = request.body.count(b"JobId>") // 2
+        rounds.setdefault(request.received_at, []).append(asked)
+    assert len(rounds) >= 3
+    for asked in rounds.values():
+        assert len(asked) <= max(1, math.ceil(sum(asked) / 100)), asked
+        assert len(asked) * 50 <= max(sum(asked), 50), asked
+    client.close()
+
+
+# -- failures at the telephone level -----------------------------------------------------------
+
+
+def test_telephone_failures_are_not_sent_again_by_default(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 3, BUSY)
+    summary = batch.run(workers=2)
+    assert {s: n for s, n in summary.counts.items() if n} == {State.FAILED: 3}
+    assert calls(sim, "SendFaxEx") == 3
+    for outcome in batch.outcomes():
+        assert outcome.reason is not None
+        assert "busy" in outcome.reason
+        assert outcome.job_ids[0] in outcome.reason
+    client.close()
+
+
+def test_a_resend_policy_sends_telephone_failures_again_as_linked_rows(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake, resend=ResendPolicy(max_resends=2))
+    batch.add("busy", spec(pdf, BUSY))
+    batch.add("rejected", spec(pdf, REJECTED))
+    batch.add("fine", spec(pdf))
+    summary = batch.run(workers=3)
+    assert summary.counts[State.FAILED] == 6
+    assert summary.counts[State.DELIVERED] == 1
+    chain = {o.key: o for o in batch.outcomes()}
+    for first in ("busy", "rejected"):
+        assert chain[f"{first}/resend-1"].resend_of == first
+        assert chain[f"{first}/resend-2"].resend_of == f"{first}/resend-1"
+        assert f"{first}/resend-3" not in chain
+        refs = {chain[k].reference_id for k in (first, f"{first}/resend-1", f"{first}/resend-2")}
+        assert len(refs) == 3
+    assert "fine/resend-1" not in chain
+    assert calls(sim, "SendFaxEx") == 7
+    assert set(sends_by_reference(sim).values()) == {1}
+    client.close()
+
+
+def test_a_fax_delivered_to_some_recipients_is_never_sent_again(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake, resend=ResendPolicy(max_resends=3))
+    batch.add("both", spec(pdf, ORDINARY, BUSY))
+    summary = batch.run()
+    assert summary.counts[State.FAILED] == 1
+    (outcome,) = batch.outcomes()
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("delivered to 1 of 2 recipients")
+    assert calls(sim, "SendFaxEx") == 1
+    client.close()
+
+
+# -- sends without an answer -------------------------------------------------------------------
+
+
+def test_an_answer_lost_after_the_job_was_made_is_resolved_by_reference(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    sim.inject(Fault.reset_mid_response(), operation="SendFaxEx")
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    batch.add("lost", spec(pdf))
+    summary = batch.run()
+    assert summary.counts[State.DELIVERED] == 1
+    assert calls(sim, "SendFaxEx") == 1
+    assert calls(sim, "SimpleGetFaxStatus") >= 1
+    client.close()
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault.http_status(503), Fault.html_500()], ids=["503", "500 page"]
+)
+def test_a_send_the_service_may_have_taken_is_never_sent_twice(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path, fault: Fault
+) -> None:
+    """The simulator made no job: the look-ups find none, and the row goes to review."""
+    sim.inject(fault, operation="SendFaxEx")
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    batch.add("maybe", spec(pdf))
+    summary = batch.run()
+    assert {s: n for s, n in summary.counts.items() if n} == {State.NEEDS_REVIEW: 1}
+    (outcome,) = batch.review()
+    assert outcome.reason is not None
+    assert outcome.reason.startswith(
+        f"the service has no job with reference JRI-{outcome.reference_id}; it may or may not "
+        "have been sent"
+    )
+    assert calls(sim, "SendFaxEx") == 1
+    assert calls(sim, "SimpleGetFaxStatus") == LOOKUPS
+    client.close()
+
+
+def test_a_send_that_timed_out_is_never_sent_twice(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    sim.inject(Fault.delay_response(60), operation="SendFaxEx")  # ended by the sim's stop
+    client = client_for(sim, timeout=(5, 0.3))
+    batch = batch_for(store, client, fake)
+    batch.add("slow", spec(pdf))
+    summary = batch.run()
+    assert summary.counts[State.NEEDS_REVIEW] == 1
+    (outcome,) = batch.review()
+    assert outcome.reason is not None
+    assert "time" in outcome.reason  # the send's own error is kept with what is known
+    assert calls(sim, "SendFaxEx") == 1
+    client.close()
+
+
+def test_a_refused_connection_sends_the_row_later_after_a_back_off(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client, spy = spied_client(sim, fake, retries=0)  # the client's own retries: none
+    refused = []
+
+    def refuse(operation: str, request: Request) -> None:
+        if operation == "SendFaxEx" and len(refused) < 2:
+            refused.append(fake())
+            raise ConnectError("connection refused", request_id=request.request_id)
+
+    spy.hook = refuse
+    batch = batch_for(store, client, fake)
+    batch.add("refused", spec(pdf))
+    summary = batch.run(wait=False)
+    assert summary.counts[State.SUBMITTED] == 1
+    (outcome,) = batch.outcomes()
+    assert outcome.attempt == 3
+    assert calls(sim, "SendFaxEx") == 1
+    sends = [at for op, at in spy.posts if op == "SendFaxEx"]
+    assert sends[1] - sends[0] >= timedelta(seconds=1)
+    assert sends[2] - sends[1] >= timedelta(seconds=2)
+    client.close()
+
+
+def test_an_answer_to_another_request_makes_the_row_uncertain(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """The service got the send (the job exists) but the answer is a status answer: the row
+    is looked up by its reference and tracked, not sent again."""
+    client, spy = spied_client(sim, fake)
+    stale: list[Response] = []
+
+    def replay(operation: str, request: Request, response: Response) -> Response:
+        if operation == "SimpleGetFaxStatus" and not stale:
+            stale.append(response)
+        if operation == "SendFaxEx" and stale:
+            return stale[0]
+        return response
+
+    spy.after = replay
+    batch = batch_for(store, client, fake)
+    client.get_status_by_reference("nothing")  # the answer replayed later
+    batch.add("stale", spec(pdf))
+    summary = batch.run()
+    assert summary.counts[State.DELIVERED] == 1
+    assert calls(sim, "SendFaxEx") == 1
+    client.close()
+
+
+def test_a_stale_send_answer_naming_another_job_goes_to_review(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """A well-formed answer of an earlier send: its job is not the row's (the status says
+    another ReferenceId), so the row is neither tracked as that job nor sent again."""
+    client, spy = spied_client(sim, fake)
+    answers: list[Response] = []
+
+    def replay(operation: str, request: Request, response: Response) -> Response:
+        if operation == "SendFaxEx":
+            answers.append(response)
+            return answers[0]
+        return response
+
+    spy.after = replay
+    batch = batch_for(store, client, fake)
+    batch.add("first", spec(pdf))
+    batch.add("second", spec(pdf))
+    summary = batch.run(workers=1)
+    assert summary.counts[State.NEEDS_REVIEW] == 1
+    assert summary.counts[State.DELIVERED] == 1
+    (outcome,) = batch.review()
+    assert outcome.key == "second"
+    assert outcome.reason is not None
+    assert "reference" in outcome.reason
+    assert calls(sim, "SendFaxEx") == 2
+    client.close()
+
+
+# -- authentication ----------------------------------------------------------------------------
+
+
+def test_an_authentication_failure_ends_the_run_with_nothing_failed(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim, pin="wrong-pin")
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 10)
+    with pytest.raises(AuthenticationError):
+        batch.run(workers=3)
+    assert states(batch) == {State.PENDING: 10}
+    assert sim.jobs == []
+    assert "wrong-pin" not in repr(list(batch.outcomes()))
+    client.close()
+
+
+# -- limits ------------------------------------------------------------------------------------
+
+
+def test_the_call_rate_holds_for_every_call_of_every_worker(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client, spy = spied_client(sim, fake)
+    batch = batch_for(store, client, fake, rate=4.0)
+    add(batch, pdf, 12)
+    batch.run(workers=4)
+    times = sorted(at for _, at in spy.posts if at is not None)
+    operations = Counter(op for op, _ in spy.posts)
+    assert operations["SendFaxEx"] == 12
+    assert operations["GetRealTimeFaxStatusEx2"] >= 1
+    for n, at in enumerate(times):
+        assert (at - times[0]).total_seconds() >= n / 4.0 - 1e-6, (n, times)
+    client.close()
+
+
+def test_max_concurrent_sends_are_never_exceeded(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client, spy = spied_client(sim, fake)
+    flying = [0, 0]  # now, most
+    cond = threading.Condition()
+
+    def gate(operation: str, request: Request) -> None:
+        if operation != "SendFaxEx":
+            return
+        with cond:
+            flying[0] += 1
+            flying[1] = max(flying[1], flying[0])
+            cond.notify_all()
+            # Held until a third send arrives (which it must not) or a moment passes.
+            cond.wait_for(lambda: flying[0] > 2, timeout=0.1)
+
+    def done(operation: str, request: Request, response: Response) -> Response:
+        if operation == "SendFaxEx":
+            with cond:
+                flying[0] -= 1
+        return response
+
+    spy.hook, spy.after = gate, done
+    batch = batch_for(store, client, fake, max_concurrent=2)
+    add(batch, pdf, 10)
+    batch.run(workers=6, wait=False)
+    assert flying == [0, 2]
+    assert calls(sim, "SendFaxEx") == 10
+    client.close()
+
+
+# -- stopping ----------------------------------------------------------------------------------
+
+
+def test_a_stop_lets_calls_in_flight_finish_and_records_them(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client, spy = spied_client(sim, fake)
+    stop = Stop()
+
+    def stop_now(operation: str, request: Request) -> None:
+        if operation == "SendFaxEx":
+            stop.request()
+
+    spy.hook = stop_now
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 30)
+    summary = batch.run(workers=3, stop=stop)
+    assert summary.stopped is True
+    counts = {s: n for s, n in summary.counts.items() if n}
+    assert set(counts) == {State.PENDING, State.SUBMITTED}
+    assert 1 <= counts[State.SUBMITTED] <= 3
+    assert calls(sim, "SendFaxEx") == counts[State.SUBMITTED]
+    # The rest go in a later run.
+    assert batch.run(workers=3).counts[State.DELIVERED] == 30
+    assert set(sends_by_reference(sim).values()) == {1}
+    client.close()
+
+
+def test_a_stop_requested_before_the_run_sends_nothing(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 3)
+    stop = Stop()
+    stop.request()
+    assert batch.run(workers=2, stop=stop) == batch.run(workers=2, stop=stop)
+    assert states(batch) == {State.PENDING: 3}
+    assert sim.requests == []
+    client.close()
+
+
+# -- one journal, two runs ---------------------------------------------------------------------
+
+
+def test_two_runs_on_two_handles_of_one_journal_send_each_key_once(
+    sim: FaxWSSimulator, open_store: OpenStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    first = batch_for(open_store(clock=fake), client, fake)
+    second = batch_for(open_store(clock=fake), client, fake)
+    add(first, pdf, 120)
+    results: list[Any] = []
+
+    def run(batch: Batch) -> None:
+        results.append(batch.run(workers=3))
+
+    threads = [threading.Thread(target=run, args=(b,)) for b in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert len(results) == 2
+    assert calls(sim, "SendFaxEx") == 120
+    assert set(sends_by_reference(sim).values()) == {1}
+    assert states(first) == {State.DELIVERED: 120}
+    client.close()
+
+
+# -- what a row holds --------------------------------------------------------------------------
+
+
+def test_a_document_changed_since_the_row_was_added_is_never_sent(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, tmp_path: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    path = document(tmp_path, "changed.pdf")
+    batch.add("changed", spec(path))
+    path.write_bytes(path.read_bytes() + b"% edited\n")
+    gone = document(tmp_path, "gone.pdf")
+    batch.add("gone", spec(gone))
+    gone.unlink()
+    summary = batch.run()
+    assert summary.counts[State.NEEDS_REVIEW] == 2
+    reasons = {o.key: o.reason or "" for o in batch.review()}
+    assert str(path) in reasons["changed"]
+    assert "changed since the row was added" in reasons["changed"]
+    assert str(gone) in reasons["gone"]
+    assert sim.requests == []
+    client.close()
+
+
+def test_a_fax_with_no_outcome_goes_to_review_after_give_up(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake, give_up_after=600)
+    batch.add("forever", spec(pdf, NEVER_ENDS))
+    start = fake()
+    summary = batch.run()
+    assert summary.counts[State.NEEDS_REVIEW] == 1
+    (outcome,) = batch.review()
+    assert outcome.reason is not None
+    assert outcome.reason.startswith(f"no final status after 600 s ({outcome.job_ids[0]})")
+    assert 600 <= (fake() - start).total_seconds() <= 600 + 2 * 60
+    client.close()
+
+
+def test_without_wait_the_run_ends_once_every_row_is_sent(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 10)
+    summary = batch.run(workers=2, wait=False)
+    assert {s: n for s, n in summary.counts.items() if n} == {State.SUBMITTED: 10}
+    assert calls(sim, "GetRealTimeFaxStatusEx2") == 0
+    client.close()
+
+
+def test_a_workers_unexpected_failure_ends_the_run_as_a_faxws_error(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    class BrokenError(Exception):
+        pass
+
+    class BrokenStore:
+        def __init__(self, inner: JournalStore) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def mark_submitted(self, *args: Any, **kwargs: Any) -> Any:
+            raise BrokenError("disk on fire")
+
+    client = client_for(sim)
+    batch = batch_for(BrokenStore(store), client, fake)  # type: ignore[arg-type]
+    add(batch, pdf, 4)
+    with pytest.raises(FaxWSError) as caught:
+        batch.run(workers=2)
+    assert isinstance(caught.value.__cause__, BrokenError)
+    assert "BrokenError" in str(caught.value)
+    # Each row that was sent stays SENDING: found by its lease's end, never sent again.
+    assert calls(sim, "SendFaxEx") == store.counts_by_state()[State.SENDING] >= 1
+    client.close()
+
+
+def test_spec_and_keys_are_checked(store: JournalStore, fake: FakeTime, pdf: Path) -> None:
+    batch = batch_for(store, object(), fake)
+    from faxws.errors import BadInputError
+
+    with pytest.raises(BadInputError):
+        batch.add("", spec(pdf))
+    with pytest.raises(BadInputError):
+        batch.add("k", "not a spec")  # type: ignore[arg-type]
+    with pytest.raises(BadInputError):
+        Batch(store, object(), rate=0)
+    with pytest.raises(BadInputError):
+        Batch(store, object(), max_concurrent=0)
+    with pytest.raises(BadInputError):
+        ResendPolicy(max_resends=-1)
+    other = FaxSpec([ORDINARY], [FileSpec(pdf)], None)
+    batch.add("k", other)
+    from faxws.journal import KeyReusedError
+
+    with pytest.raises(KeyReusedError):
+        batch.add("k", spec(pdf, BUSY))
