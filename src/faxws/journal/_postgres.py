@@ -1,0 +1,814 @@
+"""A journal in PostgreSQL (psycopg 3), shared by workers on many machines.
+
+Every move is one ``UPDATE`` whose ``WHERE`` names the states (and lease) it moves from, so it
+is a compare-and-set, committed when the server answers (the connection is in autocommit; the
+few moves of several statements run in an explicit transaction). A claim is one ``UPDATE`` of
+rows picked ``FOR UPDATE SKIP LOCKED``: claimers never wait behind each other and no lock
+outlives the call. Times are the store's clock's (never the server's ``now()``), so leases
+behave alike on every store and under a test clock.
+
+A connection the server dropped (a restart) is replaced before the next call; a move whose
+connection broke while it was in flight raises :class:`~faxws.journal.JournalError` saying
+whether it was committed is unknown (its answer was lost). A password in the DSN is never in a
+message or a ``repr``.
+"""
+
+from __future__ import annotations
+
+import re
+import select
+import threading
+from collections.abc import Callable, Collection, Sequence
+from contextlib import suppress
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+
+from faxws._protocol.assumptions import new_reference_id
+from faxws._protocol.redact import redact
+from faxws.errors import BadInputError
+from faxws.journal._store import (
+    RESEND_SUFFIX,
+    TRANSITIONS,
+    Clock,
+    IllegalTransitionError,
+    JournalError,
+    KeyReusedError,
+    LeaseLostError,
+    Row,
+    State,
+    UnknownKeyError,
+)
+
+__all__ = ["SCHEMA_VERSION", "PostgresJournal"]
+
+SCHEMA_VERSION = 1
+#: The key of the advisory lock that makes concurrent first opens create the tables once.
+_SETUP_LOCK = 0x6661_7877_735F_6A31  # "faxws_j1"
+_VERSION_NAME = "faxws.schema_version"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
+_TRACKED = (State.SUBMITTED, State.UNCERTAIN)
+_FIELDS = (
+    "key",
+    "payload_sha256",
+    "reference_id",
+    "state",
+    "attempt",
+    "job_ids",
+    "lease_owner",
+    "lease_expires_at",
+    "reason",
+    "created_at",
+    "updated_at",
+    "payload",
+    "resend_of",
+    "next_check_at",
+    "checks",
+    "seq",
+)
+_COLUMNS = ", ".join(_FIELDS)
+_TABLES = ("faxes", "jobs", "limits", "send_slots", "meta")
+#: Statements as templates: ``{faxes}`` and the other tables' names (schema-qualified when the
+#: journal has a schema), ``{columns}`` a Row's columns (``{f_columns}`` of table alias f).
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS {meta} (name text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS {faxes} (
+        key text PRIMARY KEY,
+        payload_sha256 text NOT NULL,
+        reference_id text NOT NULL UNIQUE,
+        state text NOT NULL,
+        attempt integer NOT NULL DEFAULT 0,
+        job_ids text[] NOT NULL DEFAULT '{{}}',
+        lease_owner text,
+        lease_expires_at timestamptz,
+        reason text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        payload text NOT NULL DEFAULT '',
+        resend_of text UNIQUE,
+        next_check_at timestamptz,
+        checks integer NOT NULL DEFAULT 0,
+        seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE
+    )""",
+    # a claim scans only the rows that can be claimed, in seq order
+    """CREATE INDEX IF NOT EXISTS faxws_faxes_claimable ON {faxes} (seq)
+        WHERE state IN ('pending', 'claimed')""",
+    "CREATE INDEX IF NOT EXISTS faxws_faxes_by_state ON {faxes} (state, seq)",
+    """CREATE INDEX IF NOT EXISTS faxws_faxes_due ON {faxes} (state, next_check_at, seq)
+        WHERE state IN ('submitted', 'uncertain')""",
+    """CREATE INDEX IF NOT EXISTS faxws_faxes_leased ON {faxes} (lease_expires_at)
+        WHERE state IN ('claimed', 'sending')""",
+    "CREATE TABLE IF NOT EXISTS {jobs} (job_id text PRIMARY KEY, key text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS {limits} (
+        account text PRIMARY KEY,
+        last_call_at timestamptz NOT NULL
+    )""",
+    # a row per slot: taking one is a claim (SKIP LOCKED), not a count under a lock
+    """CREATE TABLE IF NOT EXISTS {send_slots} (
+        account text NOT NULL,
+        slot integer NOT NULL,
+        holder text,
+        expires_at timestamptz,
+        PRIMARY KEY (account, slot)
+    )""",
+)
+_QUERIES = {
+    "get": "SELECT {columns} FROM {faxes} WHERE key = %s",
+    "lock": "SELECT {columns} FROM {faxes} WHERE key = %s FOR UPDATE",
+    "resent": "SELECT {columns} FROM {faxes} WHERE resend_of = %s",
+    "by_job_id": (
+        "SELECT {columns} FROM {faxes} WHERE key = (SELECT key FROM {jobs} WHERE job_id = %s)"
+    ),
+    "by_reference": "SELECT {columns} FROM {faxes} WHERE reference_id = %s",
+    "counts": "SELECT state, count(*) FROM {faxes} GROUP BY state",
+    "rows_in": "SELECT {columns} FROM {faxes} WHERE state = %s ORDER BY seq LIMIT %s",
+    "rows": (
+        "SELECT {columns} FROM {faxes} WHERE seq > %(after)s"
+        " AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))"
+        " ORDER BY seq LIMIT %(limit)s"
+    ),
+    "insert": (
+        "INSERT INTO {faxes} (key, payload_sha256, reference_id, state, created_at, updated_at,"
+        " payload, resend_of) VALUES (%s, %s, %s, 'pending', %s, %s, %s, %s)"
+        " ON CONFLICT (key) DO NOTHING RETURNING {columns}"
+    ),
+    # FOR UPDATE SKIP LOCKED: claimers never wait for each other nor take one row twice (a
+    # row locked meanwhile is read again and its state checked again)
+    "claim": (
+        "UPDATE {faxes} SET state = 'claimed', attempt = attempt + 1, lease_owner = %(owner)s,"
+        " lease_expires_at = %(expires)s, updated_at = %(now)s"
+        " WHERE key IN (SELECT key FROM {faxes} WHERE state = 'pending'"
+        " OR (state = 'claimed' AND lease_expires_at <= %(now)s)"
+        " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+        " RETURNING {columns}"
+    ),
+    "due": (
+        "UPDATE {faxes} f SET next_check_at = %(later)s FROM (SELECT key, next_check_at AS was"
+        " FROM {faxes} WHERE state = %(state)s AND next_check_at <= %(now)s"
+        " ORDER BY next_check_at, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED) d"
+        " WHERE f.key = d.key RETURNING d.was, {f_columns}"
+    ),
+    # a key named twice is counted twice, as two schedules one after the other would
+    "schedule": (
+        "UPDATE {faxes} f SET next_check_at = %s, checks = f.checks + n.times"
+        " FROM (SELECT key, count(*) AS times FROM unnest(%s::text[]) AS key GROUP BY key) n"
+        " WHERE f.key = n.key AND f.state IN ('submitted', 'uncertain')"
+    ),
+    "recover": (
+        "UPDATE {faxes} SET state = CASE state WHEN 'claimed' THEN 'pending' ELSE 'uncertain' END,"
+        " reason = CASE state WHEN 'claimed' THEN NULL ELSE %(reason)s END,"
+        " next_check_at = CASE state WHEN 'claimed' THEN next_check_at ELSE %(now)s END,"
+        " checks = CASE state WHEN 'claimed' THEN checks ELSE 0 END,"
+        " lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)s"
+        " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= %(now)s"
+        " RETURNING {columns}"
+    ),
+    "next_call": (
+        "INSERT INTO {limits} AS l (account, last_call_at) VALUES (%(account)s, %(now)s)"
+        " ON CONFLICT (account) DO UPDATE"
+        " SET last_call_at = greatest(%(now)s, l.last_call_at + %(interval)s)"
+        " RETURNING last_call_at"
+    ),
+    # the holder's own slot first (taken again: its lease renewed), else the lowest free one
+    "take_slot": (
+        "UPDATE {send_slots} s SET holder = %(holder)s, expires_at = %(expires)s"
+        " FROM (SELECT slot FROM {send_slots} WHERE account = %(account)s"
+        " AND slot < %(limit)s"
+        " AND (holder IS NULL OR holder = %(holder)s OR expires_at <= %(now)s)"
+        " ORDER BY holder IS NOT DISTINCT FROM %(holder)s DESC, slot LIMIT 1"
+        " FOR UPDATE SKIP LOCKED) free"
+        " WHERE s.account = %(account)s AND s.slot = free.slot RETURNING s.slot"
+    ),
+    "make_slots": (
+        "INSERT INTO {send_slots} (account, slot) SELECT %(account)s, n"
+        " FROM generate_series(0, %(limit)s - 1) AS n ON CONFLICT DO NOTHING RETURNING slot"
+    ),
+    "release_slot": (
+        "UPDATE {send_slots} SET holder = NULL, expires_at = NULL"
+        " WHERE account = %s AND holder = %s"
+    ),
+    "meta": "SELECT value FROM {meta} WHERE name = %s",
+    "set_meta": (
+        "INSERT INTO {meta} (name, value) VALUES (%s, %s)"
+        " ON CONFLICT (name) DO NOTHING RETURNING value"
+    ),
+    "version": (
+        "INSERT INTO {meta} (name, value) VALUES (%s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+    ),
+}
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(value: datetime, field: str) -> datetime:
+    if value.utcoffset() is None:
+        raise BadInputError(field, "a datetime without a time zone")
+    return value
+
+
+def _row(values: Sequence[Any]) -> Row:
+    return Row(
+        key=values[0],
+        payload_sha256=values[1],
+        reference_id=values[2],
+        state=State(values[3]),
+        attempt=values[4],
+        job_ids=tuple(values[5]),
+        lease_owner=values[6],
+        lease_expires_at=values[7],
+        reason=values[8],
+        created_at=values[9],
+        updated_at=values[10],
+        payload=values[11],
+        resend_of=values[12],
+        next_check_at=values[13],
+        checks=values[14],
+        seq=values[15],
+    )
+
+
+def _limit(limit: int) -> int:
+    if limit < 0:
+        raise BadInputError("limit", f"{limit} is below 0")
+    return limit
+
+
+def _by_seq(found: Sequence[Sequence[Any]]) -> list[Row]:
+    return sorted((_row(values) for values in found), key=lambda row: row.seq)
+
+
+def _dsn_secrets(dsn: str) -> list[str]:
+    """Every spelling of the DSN's password worth masking: libpq's reading of it, and what a
+    malformed DSN's author meant (a URL's user info up to its first or last ``@``)."""
+    found: list[str] = []
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        password = None
+    if isinstance(password, str):
+        found.append(password)
+    for match in re.finditer(r"password\s*=\s*('(?:\\.|[^'\\])*'?|\S+)", dsn):
+        value = match.group(1)
+        found += [value, value.strip("'"), re.sub(r"\\(.)", r"\1", value.strip("'"))]
+    url = re.match(r"\s*[A-Za-z][A-Za-z0-9+.-]*://([^:@/?#]*):(.*)@", dsn)
+    if url is not None:
+        for value in (url.group(2), url.group(2).split("@")[0]):
+            found += [value, unquote(value)]
+        found += [p for p in re.split(r"[@/:?#\[\]]", url.group(2)) if len(p) >= 4]
+    return sorted({value for value in found if value}, key=len, reverse=True)
+
+
+def _readable(fd: int) -> bool:
+    """Whether an idle connection's socket has something to read: the server sent it a
+    farewell (a restart, a terminated backend) or closed it."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover - Windows
+
+
+class PostgresJournal:
+    """A :class:`~faxws.journal.JournalStore` in PostgreSQL, shared by every worker that
+    opens the same database and schema (on any machine).
+
+    ``dsn`` is a libpq URL (``postgresql://user@host/db``) or ``key=value`` string; its
+    password never appears in an error or a ``repr``. The tables (``faxws_faxes`` and a few
+    ``faxws_*`` more) are created if missing, in ``schema`` (created too) or, without one, in
+    the connection's current schema (the first of its ``search_path``). ``clock`` returns an
+    aware datetime: every lease and check time is the clock's. ``connect_timeout`` is in
+    seconds. A handle has one connection; its threads take turns on it."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock = _utc_now,
+        schema: str | None = None,
+        connect_timeout: float = 10,
+    ) -> None:
+        self._dsn = dsn
+        self._secrets = _dsn_secrets(dsn)
+        self._clock = clock
+        self._schema = schema
+        self._connect_timeout = max(1, round(connect_timeout))
+        self._lock = threading.RLock()
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._closed = False
+        self._moves: dict[tuple[tuple[str, ...], bool, bool], str] = {}
+        self._names = {
+            table: sql.Identifier(*((schema,) if schema else ()), f"faxws_{table}").as_string(None)
+            for table in _TABLES
+        }
+        self._q = {name: self._sql(text) for name, text in _QUERIES.items()}
+        try:
+            self._run(self._setup, "opening the journal")
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        schema = "" if self._schema is None else f", schema={self._schema!r}"
+        return f"PostgresJournal({self._where()!r}{schema})"
+
+    def _where(self) -> str:
+        return redact(self._dsn, self._secrets)
+
+    def _sql(self, template: str) -> str:
+        f_columns = ", ".join(f"f.{name}" for name in _FIELDS)
+        return template.format(columns=_COLUMNS, f_columns=f_columns, **self._names)
+
+    # -- the connection -----------------------------------------------------------------------
+
+    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        conn = self._conn
+        if conn is not None and (conn.closed or conn.broken or _readable(conn.fileno())):
+            self._drop()
+            conn = None
+        if conn is None:
+            try:
+                conn = psycopg.connect(
+                    self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+                )
+            except psycopg.Error as error:
+                raise self._error(f"could not connect: {self._text(error)}") from None
+            try:
+                # times come back in UTC, whatever the server's or the role's TimeZone
+                conn.execute("SET TIME ZONE 'UTC'")
+            except psycopg.Error as error:
+                conn.close()
+                raise self._error(f"could not set up the connection: {self._text(error)}") from None
+            self._conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with suppress(psycopg.Error):
+                conn.close()
+
+    def _text(self, error: BaseException) -> str:
+        text = " ".join(str(error).split()) or type(error).__name__
+        return redact(text, self._secrets)
+
+    def _error(self, text: str) -> JournalError:
+        return JournalError(f"journal {self._where()}: {text}")
+
+    def _run(self, work: Callable[[Cursor], T], what: str | None, *, read: bool = False) -> T:
+        """``work`` on this handle's connection, under its lock. ``what`` names a move (its
+        failure says whether it may have committed) or is None for a look-up; a ``read`` whose
+        connection broke is tried once more on a new one."""
+        with self._lock:
+            if self._closed:
+                raise self._error("the journal is closed")
+            for attempt in (1, 2):
+                conn = self._connection()
+                try:
+                    with conn.cursor() as cursor:
+                        return work(cursor)
+                except psycopg.Error as error:
+                    lost = conn.closed or conn.broken
+                    if lost:
+                        self._drop()
+                    if lost and read and attempt == 1:
+                        continue
+                    text = self._text(error)
+                    if what is None:
+                        raise self._error(text) from None
+                    if lost:
+                        raise self._error(
+                            f"the connection was lost during {what}; whether it was committed"
+                            f" is unknown: {text}"
+                        ) from None
+                    raise self._error(f"{what} failed and was not committed: {text}") from None
+                except BaseException:
+                    # interrupted mid-statement (or mid-transaction): start afresh next time
+                    if conn.closed or conn.info.transaction_status != TransactionStatus.IDLE:
+                        self._drop()
+                    raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _setup(self, cursor: Cursor) -> None:
+        conn = cursor.connection
+        with conn.transaction():
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+            if self._schema is None:
+                cursor.execute("SELECT current_schema()")
+                found = cursor.fetchone()
+                if found is None or found[0] is None:
+                    raise self._error(
+                        "the connection's search_path names no schema to keep the journal in"
+                    )
+            else:
+                schema = sql.Identifier(self._schema).as_string(None)
+                cursor.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,))
+                if cursor.fetchone() is None:
+                    cursor.execute(f"CREATE SCHEMA {schema}")
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", (self._names["meta"],))
+            found = cursor.fetchone()
+            version = 0
+            if found is not None and found[0]:
+                cursor.execute(self._q["meta"], (_VERSION_NAME,))
+                value = cursor.fetchone()
+                version = 0 if value is None else int(value[0])
+            if version > SCHEMA_VERSION:
+                raise self._error(f"schema version {version} is newer than this faxws")
+            if version < SCHEMA_VERSION:
+                for statement in _SCHEMA:
+                    cursor.execute(self._sql(statement))
+                cursor.execute(self._q["version"], (_VERSION_NAME, str(SCHEMA_VERSION)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._drop()
+
+    def __enter__(self) -> PostgresJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.utcoffset() is None:
+            raise ValueError("the journal's clock returned a datetime without a time zone")
+        return now
+
+    # -- moves --------------------------------------------------------------------------------
+
+    def _move(
+        self,
+        key: str,
+        target: State | None,
+        sources: Collection[State],
+        owner: str | None = None,
+        lease_seconds: float | None = None,
+        *,
+        jobs: Sequence[str] | None = None,
+        check: bool = False,
+        check_at: datetime | None = None,
+        **values: Any,
+    ) -> Row:
+        """Move ``key`` from one of ``sources`` to ``target`` (None: keep its state) if it is
+        leased to ``owner`` (when given) unexpired, writing ``values`` too and, with
+        ``lease_seconds``, a new lease expiry; with ``jobs``, the job ids are recorded too;
+        with ``check``, the row is next looked up at ``check_at`` (None: now) and its checks
+        counted from 0. One statement whose WHERE is the check; only a refused move reads the
+        row again."""
+        allowed = [s for s in sources if target is None or target in TRANSITIONS[s]]
+        if check_at is not None:
+            _aware(check_at, "check_at")
+        now = self._now()
+        if check:
+            values.update(next_check_at=now if check_at is None else check_at, checks=0)
+        if target is not None:
+            values["state"] = target.value
+            if target not in (State.CLAIMED, State.SENDING):
+                values.update(lease_owner=None, lease_expires_at=None)
+            if target not in _TRACKED:
+                values["next_check_at"] = None
+        if lease_seconds is not None:
+            values["lease_expires_at"] = now + timedelta(seconds=lease_seconds)
+        values["updated_at"] = now
+        if jobs is not None:
+            values["job_ids"] = list(jobs)
+        query = self._move_query(tuple(values), owner is not None, jobs is not None)
+        params = {f"v_{name}": value for name, value in values.items()}
+        params.update(key=key, sources=[s.value for s in allowed], owner=owner, now=now)
+        what = (
+            f"the heartbeat of row {key!r}"
+            if target is None
+            else f"the move of row {key!r} to {target.value}"
+        )
+
+        def work(cursor: Cursor) -> Row:
+            for _ in range(3):
+                found = cursor.execute(query, params).fetchone()
+                if found is not None:
+                    return _row(found)
+                row = self._get(cursor, key)
+                if row is None:
+                    raise UnknownKeyError(key)
+                if row.state not in allowed:
+                    raise IllegalTransitionError(key, row.state, target or row.state)
+                if owner is not None and (
+                    row.lease_owner != owner
+                    or row.lease_expires_at is None
+                    or row.lease_expires_at <= now
+                ):
+                    raise LeaseLostError(key, owner)
+                # the row changed between the two statements: try the move on what it is now
+            raise self._error(f"row {key!r} kept changing during {what}")
+
+        return self._run(work, what)
+
+    def _move_query(self, names: tuple[str, ...], owned: bool, jobs: bool) -> str:
+        cache = (names, owned, jobs)
+        query = self._moves.get(cache)
+        if query is None:
+            # our own column names only: every value is a parameter
+            sets = ", ".join(f"{name} = %(v_{name})s" for name in names)
+            template = (
+                "UPDATE {faxes} SET " + sets + " WHERE key = %(key)s"  # noqa: S608
+                " AND state = ANY(%(sources)s::text[])"
+            )
+            if owned:
+                template += " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
+            template += " RETURNING {columns}"
+            if jobs:
+                # the job ids made findable in the same statement; the first row given a job
+                # id keeps it
+                template = (
+                    "WITH moved AS (" + template + "), recorded AS (INSERT INTO {jobs}"  # noqa: S608
+                    " (job_id, key) SELECT DISTINCT unnest(moved.job_ids), moved.key FROM moved"
+                    " ON CONFLICT (job_id) DO NOTHING) SELECT {columns} FROM moved"
+                )
+            query = self._moves[cache] = self._sql(template)
+        return query
+
+    def _get(self, cursor: Cursor, key: str) -> Row | None:
+        found = cursor.execute(self._q["get"], (key,)).fetchone()
+        return None if found is None else _row(found)
+
+    # -- rows added ---------------------------------------------------------------------------
+
+    def add(
+        self, key: str, payload_sha256: str, payload: str = "", *, resend_of: str | None = None
+    ) -> Row:
+        if not _SHA256.fullmatch(payload_sha256):
+            raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
+        if resend_of is None and _RESEND_KEY.search(key):
+            raise BadInputError(
+                "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
+            )
+        now = self._now()
+
+        def work(cursor: Cursor) -> Row:
+            if resend_of is None:
+                return self._insert(cursor, key, payload_sha256, payload, None, now)
+            with cursor.connection.transaction():
+                # the first row locked: its resends are added one after the other
+                if cursor.execute(self._q["lock"], (resend_of,)).fetchone() is None:
+                    raise UnknownKeyError(resend_of)
+                other = cursor.execute(self._q["resent"], (resend_of,)).fetchone()
+                if other is not None and other[0] != key:
+                    raise JournalError(
+                        f"journal row {resend_of!r} is already sent again as {other[0]!r}"
+                    )
+                return self._insert(cursor, key, payload_sha256, payload, resend_of, now)
+
+        return self._run(work, f"the addition of row {key!r}")
+
+    def _insert(
+        self,
+        cursor: Cursor,
+        key: str,
+        payload_sha256: str,
+        payload: str,
+        resend_of: str | None,
+        now: datetime,
+    ) -> Row:
+        params = (key, payload_sha256, new_reference_id(), now, now, payload, resend_of)
+        found = cursor.execute(self._q["insert"], params).fetchone()
+        if found is not None:
+            return _row(found)
+        row = self._get(cursor, key)
+        if row is None:  # pragma: no cover - rows are never deleted
+            raise self._error(f"row {key!r} was neither added nor found")
+        if row.payload_sha256 != payload_sha256:
+            raise KeyReusedError(key)
+        return row
+
+    def add_resend(self, key: str) -> Row:
+        now = self._now()
+
+        def work(cursor: Cursor) -> Row:
+            with cursor.connection.transaction():
+                # the failed row locked: it is sent again once, however many ask at once
+                found = cursor.execute(self._q["lock"], (key,)).fetchone()
+                if found is None:
+                    raise UnknownKeyError(key)
+                failed = _row(found)
+                again = cursor.execute(self._q["resent"], (key,)).fetchone()
+                if again is not None:
+                    return _row(again)
+                if failed.state is not State.FAILED:
+                    raise IllegalTransitionError(key, failed.state, State.PENDING)
+                first, number = key, 1
+                resend = _RESEND_KEY.search(key)
+                if failed.resend_of is not None and resend is not None:
+                    first, number = key[: resend.start()], int(resend.group(1)) + 1
+                new_key = f"{first}{RESEND_SUFFIX}{number}"
+                row = self._insert(cursor, new_key, failed.payload_sha256, failed.payload, key, now)
+                if row.resend_of != key:
+                    raise JournalError(f"journal key {new_key!r} is taken by another row")
+                return row
+
+        return self._run(work, f"the resend of row {key!r}")
+
+    # -- look-ups -----------------------------------------------------------------------------
+
+    def _one(self, query: str, value: str) -> Row | None:
+        def work(cursor: Cursor) -> Row | None:
+            found = cursor.execute(self._q[query], (value,)).fetchone()
+            return None if found is None else _row(found)
+
+        return self._run(work, None, read=True)
+
+    def get(self, key: str) -> Row | None:
+        return self._one("get", key)
+
+    def by_job_id(self, job_id: str) -> Row | None:
+        return self._one("by_job_id", job_id)
+
+    def by_reference(self, reference_id: str) -> Row | None:
+        return self._one("by_reference", reference_id)
+
+    def counts_by_state(self) -> dict[State, int]:
+        def work(cursor: Cursor) -> dict[str, int]:
+            return dict(cursor.execute(self._q["counts"]).fetchall())
+
+        found = self._run(work, None, read=True)
+        return {state: found.get(state.value, 0) for state in State}
+
+    def _many(self, query: str, params: Any) -> list[Row]:
+        return self._run(
+            lambda cursor: [_row(values) for values in cursor.execute(self._q[query], params)],
+            None,
+            read=True,
+        )
+
+    def rows_in(self, state: State, limit: int | None = None) -> list[Row]:
+        return self._many("rows_in", (state.value, None if limit is None else _limit(limit)))
+
+    def rows(
+        self, states: Collection[State] | None = None, *, after: int = 0, limit: int = 500
+    ) -> list[Row]:
+        wanted = None if states is None else [State(s).value for s in states]
+        return self._many("rows", {"after": after, "states": wanted, "limit": _limit(limit)})
+
+    # -- claims and sends ---------------------------------------------------------------------
+
+    def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
+        now = self._now()
+        params = {
+            "owner": owner,
+            "expires": now + timedelta(seconds=lease_seconds),
+            "now": now,
+            "limit": _limit(limit),
+        }
+        return self._run(
+            lambda cursor: _by_seq(cursor.execute(self._q["claim"], params).fetchall()),
+            f"a claim by {owner!r}",
+        )
+
+    def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
+        return self._move(key, None, (State.CLAIMED, State.SENDING), owner, lease_seconds)
+
+    def release(self, key: str, owner: str, reason: str | None = None) -> Row:
+        return self._move(key, State.PENDING, (State.CLAIMED, State.SENDING), owner, reason=reason)
+
+    def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
+        return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds)
+
+    def mark_submitted(
+        self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        jobs = [str(job_id) for job_id in job_ids]
+        return self._move(
+            key, State.SUBMITTED, (State.SENDING,), owner, jobs=jobs, check=True, check_at=check_at
+        )
+
+    def mark_failed(self, key: str, owner: str, reason: str) -> Row:
+        return self._move(key, State.FAILED, (State.SENDING,), owner, reason=reason)
+
+    def mark_uncertain(
+        self, key: str, owner: str, reason: str, check_at: datetime | None = None
+    ) -> Row:
+        return self._move(
+            key,
+            State.UNCERTAIN,
+            (State.SENDING,),
+            owner,
+            check=True,
+            check_at=check_at,
+            reason=reason,
+        )
+
+    def resolve_uncertain(
+        self, key: str, job_ids: Sequence[str], check_at: datetime | None = None
+    ) -> Row:
+        jobs = [str(job_id) for job_id in job_ids]
+        return self._move(
+            key, State.SUBMITTED, (State.UNCERTAIN,), jobs=jobs, check=True, check_at=check_at
+        )
+
+    def mark_needs_review(self, key: str, reason: str) -> Row:
+        sources = (State.CLAIMED, State.UNCERTAIN, State.SUBMITTED)
+        return self._move(key, State.NEEDS_REVIEW, sources, reason=reason)
+
+    def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
+        sources = [State.SUBMITTED]
+        if state is State.CANCELLED:
+            sources += [State.PENDING, State.CLAIMED]
+        elif state not in (State.DELIVERED, State.FAILED):
+            raise BadInputError("state", f"{state.value} is not a final state")
+        return self._move(key, state, sources, reason=reason)
+
+    # -- tracking -----------------------------------------------------------------------------
+
+    def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
+        if state not in _TRACKED:
+            raise BadInputError("state", f"{state.value} rows are not looked up")
+        now = self._now()
+        params = {
+            "later": now + timedelta(seconds=lease_seconds),
+            "state": state.value,
+            "now": now,
+            "limit": _limit(limit),
+        }
+
+        def work(cursor: Cursor) -> list[Row]:
+            found = cursor.execute(self._q["due"], params).fetchall()
+            # soonest first, as they were due (the statement gives them in no order)
+            return [_row(values[1:]) for values in sorted(found, key=lambda v: (v[0], v[-1]))]
+
+        return self._run(work, f"taking due {state.value} rows")
+
+    def schedule(self, keys: Sequence[str], check_at: datetime) -> None:
+        params = (_aware(check_at, "check_at"), list(keys))
+        self._run(lambda cursor: cursor.execute(self._q["schedule"], params), "a schedule")
+
+    def recover(self) -> list[Row]:
+        params = {"reason": "the lease expired while sending", "now": self._now()}
+        return self._run(
+            lambda cursor: _by_seq(cursor.execute(self._q["recover"], params).fetchall()),
+            "a recovery",
+        )
+
+    # -- limits shared by every worker --------------------------------------------------------
+
+    def next_call_at(self, account: str, interval: float) -> datetime:
+        params = {"account": account, "now": self._now(), "interval": timedelta(seconds=interval)}
+
+        def work(cursor: Cursor) -> datetime:
+            found = cursor.execute(self._q["next_call"], params).fetchone()
+            assert found is not None
+            at: datetime = found[0]
+            return at
+
+        return self._run(work, f"reserving a call of {account!r}")
+
+    def acquire_send_slot(
+        self, account: str, holder: str, limit: int, lease_seconds: float
+    ) -> bool:
+        now = self._now()
+        params = {
+            "holder": holder,
+            "expires": now + timedelta(seconds=lease_seconds),
+            "account": account,
+            "limit": limit,
+            "now": now,
+        }
+
+        def work(cursor: Cursor) -> bool:
+            if cursor.execute(self._q["take_slot"], params).fetchone() is not None:
+                return True
+            # the account's slots may not exist yet (or not up to this limit)
+            if not cursor.execute(self._q["make_slots"], params).fetchall():
+                return False
+            return cursor.execute(self._q["take_slot"], params).fetchone() is not None
+
+        return self._run(work, f"taking a send slot of {account!r}")
+
+    def release_send_slot(self, account: str, holder: str) -> None:
+        self._run(
+            lambda cursor: cursor.execute(self._q["release_slot"], (account, holder)),
+            f"releasing a send slot of {account!r}",
+        )
+
+    def meta(self, name: str, default: str) -> str:
+        def work(cursor: Cursor) -> str:
+            found = cursor.execute(self._q["meta"], (name,)).fetchone()
+            if found is None:
+                found = cursor.execute(self._q["set_meta"], (name, default)).fetchone()
+            if found is None:  # set by another worker meanwhile
+                found = cursor.execute(self._q["meta"], (name,)).fetchone()
+            assert found is not None
+            value: str = found[0]
+            return value
+
+        return self._run(work, f"the journal value {name!r}")
