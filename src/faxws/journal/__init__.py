@@ -8,7 +8,8 @@ True). A row that reached SENDING is never handed out again: :meth:`JournalStore
 makes one whose lease expired UNCERTAIN, to be looked up by its ReferenceId.
 
 :class:`Batch` is the Python API over a store: rows added as :class:`FaxSpec`, sent by worker
-threads, tracked to their outcome. ``PostgresJournal`` is imported (with psycopg) only when
+threads, tracked to their outcome; :func:`notification_app` applies the service's pushes to
+it. ``PostgresJournal`` is imported (with psycopg) only when
 it is first used.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from faxws.journal._open import open_journal
 from faxws.journal._payload import FaxSpec, FileSpec
+from faxws.journal._receiver import notification_app
 from faxws.journal._runner import Batch, Outcome, ResendPolicy, RunSummary, Stop
 from faxws.journal._sqlite import SqliteJournal
 from faxws.journal._store import (
@@ -55,6 +57,7 @@ __all__ = [
     "State",
     "Stop",
     "UnknownKeyError",
+    "notification_app",
     "open_journal",
 ]
 

@@ -281,6 +281,9 @@ class Batch:
         self._clock = clock or _utc_now
         self._sleep = sleep
         self._lock = threading.Lock()
+        # Held from a row's final state to its resend's row, and while a run asks whether
+        # anything is left: no run ends between the two.
+        self._finishing = threading.Lock()
         self._traceparent_saved = False
         self._trace: tuple[str, Any] | None = None
 
@@ -551,7 +554,8 @@ class _Run:
             self._held.pop(key, None)
 
     def finished(self) -> bool:
-        counts = self.store.counts_by_state()
+        with self.batch._finishing:
+            counts = self.store.counts_by_state()
         active = _TRACKING if self.wait else _SENDING
         return not any(counts.get(state, 0) for state in active)
 
@@ -996,6 +1000,10 @@ class _Tracker:
 
     def finish(self, row: Row, statuses: Sequence[_Final]) -> None:
         """Record the final statuses of every job of ``row`` (SUBMITTED)."""
+        with self.batch._finishing:
+            self._finish(row, statuses)
+
+    def _finish(self, row: Row, statuses: Sequence[_Final]) -> None:
         failed = [s for s in statuses if s.status is not JobStatus.SUCCEEDED]
         if not failed:
             self.store.mark_final(row.key, State.DELIVERED)
