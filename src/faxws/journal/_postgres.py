@@ -91,15 +91,17 @@ _SCHEMA = (
         created_at timestamptz NOT NULL,
         updated_at timestamptz NOT NULL,
         payload text NOT NULL DEFAULT '',
-        resend_of text UNIQUE,
+        resend_of text,
         next_check_at timestamptz,
         checks integer NOT NULL DEFAULT 0,
         seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE
     )""",
-    # a claim scans only the rows that can be claimed, in seq order
+    # Every move writes a new version of its row into each index it fits: partial indexes
+    # keep that to few. A claim scans only the rows that can be claimed, in seq order.
     """CREATE INDEX IF NOT EXISTS faxws_faxes_claimable ON {faxes} (seq)
         WHERE state IN ('pending', 'claimed')""",
-    "CREATE INDEX IF NOT EXISTS faxws_faxes_by_state ON {faxes} (state, seq)",
+    """CREATE UNIQUE INDEX IF NOT EXISTS faxws_faxes_resend_of ON {faxes} (resend_of)
+        WHERE resend_of IS NOT NULL""",
     """CREATE INDEX IF NOT EXISTS faxws_faxes_due ON {faxes} (state, next_check_at, seq)
         WHERE state IN ('submitted', 'uncertain')""",
     """CREATE INDEX IF NOT EXISTS faxws_faxes_leased ON {faxes} (lease_expires_at)
