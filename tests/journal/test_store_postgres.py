@@ -300,6 +300,25 @@ def test_a_server_down_is_a_journal_error_until_it_is_back(
     assert [row.key for row in store.claim("w1", 60, 1)] == ["a"]
 
 
+def test_keepalives_end_a_wait_on_a_silent_server_unless_the_dsn_sets_them(
+    journal: Journal,
+) -> None:
+    store = journal.open(connect_timeout=7)
+    assert store._conn is not None
+    wanted = {
+        "connect_timeout": "7",
+        "keepalives": "1",
+        "keepalives_idle": "30",
+        "keepalives_interval": "10",
+        "keepalives_count": "3",
+    }
+    found = store._conn.info.get_parameters()
+    assert {name: found.get(name) for name in wanted} == wanted
+    store = journal.open(f"{journal.dsn()} keepalives_idle=5")
+    assert store._conn is not None
+    assert store._conn.info.get_parameters()["keepalives_idle"] == "5"
+
+
 def blocked_move(journal: Journal, store: PostgresJournal) -> tuple[threading.Thread, list[Any]]:
     """mark_sending of row k in a thread, waiting for the row's lock held by another session."""
     outcome: list[Any] = []

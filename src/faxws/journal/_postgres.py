@@ -54,6 +54,12 @@ _VERSION_NAME = "faxws.schema_version"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 _TRACKED = (State.SUBMITTED, State.UNCERTAIN)
+_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 _FIELDS = (
     "key",
     "payload_sha256",
@@ -341,9 +347,7 @@ class PostgresJournal:
             conn = None
         if conn is None:
             try:
-                conn = psycopg.connect(
-                    self._dsn, autocommit=True, connect_timeout=self._connect_timeout
-                )
+                conn = psycopg.connect(self._dsn, autocommit=True, **self._settings())
             except psycopg.Error as error:
                 raise self._error(f"could not connect: {self._text(error)}") from None
             try:
@@ -354,6 +358,16 @@ class PostgresJournal:
                 raise self._error(f"could not set up the connection: {self._text(error)}") from None
             self._conn = conn
         return conn
+
+    def _settings(self) -> dict[str, Any]:
+        """The connect time-out, and TCP keepalives (unless the DSN sets them) that end a call
+        waiting on a server gone silent in about a minute, not hours."""
+        try:
+            given = conninfo_to_dict(self._dsn)
+        except psycopg.Error:
+            given = {}  # psycopg.connect says what is wrong with it
+        settings = {name: value for name, value in _KEEPALIVES.items() if name not in given}
+        return {**settings, "connect_timeout": self._connect_timeout}
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
