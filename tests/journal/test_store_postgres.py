@@ -420,9 +420,10 @@ def everything_said(error: BaseException) -> str:
         f"postgresql://faxws:{SECRET}@[::1/faxws",
         # and a bad percent escape with what surrounds it
         f"postgresql://faxws:{SECRET}%ZZ@localhost/faxws",
+        f"postgresql://faxws@[::1/faxws?password={SECRET}&sslmode=disable",
         f"host=/nonexistent password='{SECRET}' port={SECRET}",
     ],
-    ids=["url", "escape", "key-value"],
+    ids=["url", "escape", "query", "key-value"],
 )
 def test_the_password_of_a_dsn_is_never_said(journal: Journal, dsn: str) -> None:
     with pytest.raises(JournalError) as caught:
@@ -437,10 +438,12 @@ def test_the_password_is_masked_in_the_repr_and_in_errors(
     journal: Journal, restarts: PostgresServer
 ) -> None:
     # trust authentication takes any password
-    store = journal.open(f"{journal.dsn()} password={SECRET}", connect_timeout=5)
+    store = journal.open(
+        f"{journal.dsn()} password={SECRET} sslpassword='{SECRET}-ssl'", connect_timeout=5
+    )
     store.add("k", SHA)
     assert SECRET not in repr(store)
-    assert "password=***" in repr(store)
+    assert "password=*** sslpassword=***" in repr(store)
     restarts.halt()
     with pytest.raises(JournalError) as caught:
         store.claim("w1", 60, 1)

@@ -258,24 +258,30 @@ def _by_seq(found: Sequence[Sequence[Any]]) -> list[Row]:
 
 
 def _dsn_secrets(dsn: str) -> list[str]:
-    """Every spelling of the DSN's password worth masking: libpq's reading of it, and what a
-    malformed DSN's author meant (a URL's user info up to its first or last ``@``)."""
-    found: list[str] = []
+    """Every spelling of the DSN's passwords (``password``, ``sslpassword``) worth masking:
+    libpq's reading, and what a malformed DSN's author meant (a quoted or URL-encoded value, a
+    URL's user info up to its first or last ``@``; guesses shorter than 4 characters left
+    out, or every such letter would be masked)."""
     try:
-        password = conninfo_to_dict(dsn).get("password")
+        given = conninfo_to_dict(dsn)
     except psycopg.Error:
-        password = None
-    if isinstance(password, str):
-        found.append(password)
-    for match in re.finditer(r"password\s*=\s*('(?:\\.|[^'\\])*'?|\S+)", dsn):
-        value = match.group(1)
-        found += [value, value.strip("'"), re.sub(r"\\(.)", r"\1", value.strip("'"))]
+        given = {}
+    read = [str(given[name]) for name in ("password", "sslpassword") if given.get(name)]
+    guesses: list[str] = []
+    patterns = [r"password\s*=\s*('(?:\\.|[^'\\])*'?|\S+)"]
     url = re.match(r"\s*[A-Za-z][A-Za-z0-9+.-]*://([^:@/?#]*):(.*)@", dsn)
+    if "://" in dsn:
+        patterns.append(r"password=([^\s&#]+)")  # a query parameter, up to the next
+    for pattern in patterns:
+        for match in re.finditer(pattern, dsn):
+            value = match.group(1)
+            guesses += [value, value.strip("'"), re.sub(r"\\(.)", r"\1", value.strip("'"))]
     if url is not None:
         for value in (url.group(2), url.group(2).split("@")[0]):
-            found += [value, unquote(value)]
-        found += [p for p in re.split(r"[@/:?#\[\]]", url.group(2)) if len(p) >= 4]
-    return sorted({value for value in found if value}, key=len, reverse=True)
+            guesses += [value, unquote(value)]
+        guesses += re.split(r"[@/:?#\[\]]", url.group(2))
+    found = set(read) | {value for value in guesses if len(value) >= 4}
+    return sorted(found, key=len, reverse=True)
 
 
 def _readable(fd: int) -> bool:
