@@ -10,11 +10,14 @@ every worker sleeps, so lives of minutes and back-offs take no real time."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +95,13 @@ def test_200_rows_are_each_sent_once_and_followed_to_their_end(
     batch = batch_for(store, client, fake)
     keys = add(batch, pdf, 200)
     seen: list[dict[State, int]] = []
-    summary = batch.run(workers=4, on_progress=seen.append)
+    threads: set[threading.Thread] = set()
+
+    def progress(counts: dict[State, int]) -> None:
+        threads.add(threading.current_thread())
+        seen.append(counts)
+
+    summary = batch.run(workers=4, on_progress=progress)
     assert summary.stopped is False
     assert {s: n for s, n in summary.counts.items() if n} == {State.DELIVERED: 200}
     sent = sends_by_reference(sim)
@@ -104,6 +113,7 @@ def test_200_rows_are_each_sent_once_and_followed_to_their_end(
     assert all(o.attempt == 1 and len(o.job_ids) == 1 for o in outcomes)
     assert all(o.recipients == (ORDINARY,) for o in outcomes)
     assert seen[-1] == summary.counts
+    assert threads == {threading.current_thread()}  # the run's own thread
     client.close()
 
 
@@ -572,3 +582,187 @@ def test_spec_and_keys_are_checked(store: JournalStore, fake: FakeTime, pdf: Pat
 
     with pytest.raises(KeyReusedError):
         batch.add("k", spec(pdf, BUSY))
+
+
+# -- tracing -----------------------------------------------------------------------------------
+
+#: Run in a fresh interpreter: the global tracer provider of this one belongs to other tests.
+TRACED = """
+import json, sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+from faxws import FaxClient, Recipient
+from faxws.journal import Batch, FaxSpec, FileSpec, SqliteJournal
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator
+
+pdf = Path("a.pdf")
+pdf.write_bytes(b"%PDF-1.4\\n1 0 obj << /Type /Page >> endobj\\n%%EOF\\n")
+spec = FaxSpec([Recipient("+1 555 0142", name="NAMEMARK")], [FileSpec(pdf)])
+class Clock:  # one worker: its sleeps move the clock
+    now = datetime.now(timezone.utc)
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += timedelta(seconds=seconds)
+
+clock = Clock()
+with FaxWSSimulator() as sim, FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as client:
+    store = SqliteJournal("journal.db", clock=clock)
+    batch = Batch(store, client, clock=clock, sleep=clock.sleep)
+    with trace.get_tracer("app").start_as_current_span("import the manifest") as parent:
+        batch.add("KEYMARK-1", spec)
+        batch.add("KEYMARK-2", spec)
+    sim.inject(Fault.http_status(503), operation="SendFaxEx", times=1)
+    batch.run(workers=1, wait=False)
+    rows = {o.key: o.reference_id for o in batch.outcomes()}
+    meta = store.meta("batch_id", "")
+    store.close()
+
+def ids(context):
+    return [format(context.trace_id, "032x"), format(context.span_id, "016x")]
+
+spans = [
+    {
+        "name": s.name,
+        "context": ids(s.context),
+        "parent": None if s.parent is None else ids(s.parent),
+        "links": [ids(link.context) for link in s.links],
+        "attributes": dict(s.attributes),
+        "status": s.status.status_code.name,
+    }
+    for s in exporter.get_finished_spans()
+]
+parent_ids = ids(parent.get_span_context())
+print(json.dumps({"spans": spans, "rows": rows, "batch_id": meta, "parent": parent_ids}))
+"""
+
+UNTRACED = """
+import sys
+sys.modules["opentelemetry"] = None  # as if the otel extra were not installed
+from pathlib import Path
+from faxws import FaxClient
+from faxws import _telemetry
+from faxws.journal import Batch, FaxSpec, FileSpec, SqliteJournal, State
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator
+
+pdf = Path("a.pdf")
+pdf.write_bytes(b"%PDF-1.4\\n1 0 obj << /Type /Page >> endobj\\n%%EOF\\n")
+with FaxWSSimulator() as sim, FaxClient(sim.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as client:
+    store = SqliteJournal("journal.db")
+    batch = Batch(store, client)
+    batch.add("one", FaxSpec(["+1 555 0100"], [FileSpec(pdf)]))
+    summary = batch.run(wait=False)
+    assert summary.counts[State.SUBMITTED] == 1, summary
+    assert store.meta("traceparent", "-") == "", "no span, no link"
+    store.close()
+assert _telemetry._tracer is None
+loaded = [m for m, v in sys.modules.items() if m.startswith("opentelemetry") and v]
+assert loaded == [], loaded
+print("ok")
+"""
+
+
+def run_script(script: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_each_send_attempt_is_a_span_linked_to_its_batch(tmp_path: Path) -> None:
+    found = json.loads(run_script(TRACED, tmp_path))
+    spans, rows = found["spans"], found["rows"]
+    sends = [s for s in spans if s["name"] == "faxws.journal.send"]
+    assert len(sends) == 2
+    assert sorted(s["attributes"]["faxws.reference_id"] for s in sends) == sorted(rows.values())
+    for send in sends:
+        assert send["attributes"]["faxws.attempt"] == 1
+        assert send["attributes"]["faxws.batch_id"] == found["batch_id"] != ""
+        assert send["links"] == [found["parent"]]
+        (client,) = [
+            s for s in spans if s["name"] == "SendFaxEx" and s["parent"] == send["context"]
+        ]
+        assert client["context"][0] == send["context"][0]
+    outcomes = {s["attributes"]["faxws.journal.outcome"]: s["status"] for s in sends}
+    assert outcomes == {"uncertain": "ERROR", "submitted": "UNSET"}
+    shown = json.dumps(sends)
+    assert "KEYMARK" not in shown
+    assert "NAMEMARK" not in shown
+    assert "555" not in shown
+
+
+def test_without_opentelemetry_a_batch_runs_and_imports_none_of_it(tmp_path: Path) -> None:
+    assert run_script(UNTRACED, tmp_path).split() == ["ok"]
+
+
+# -- leases ------------------------------------------------------------------------------------
+
+
+def test_rows_of_a_dead_worker_are_recovered_and_a_sending_one_never_sent_again(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 2)
+    (sending,) = store.claim("dead-worker", 30, 1)
+    store.mark_sending(sending.key, "dead-worker", 30)
+    (claimed,) = store.claim("dead-worker", 30, 1)
+    fake.advance(31)
+    summary = batch.run()
+    assert {s: n for s, n in summary.counts.items() if n} == {
+        State.NEEDS_REVIEW: 1,
+        State.DELIVERED: 1,
+    }
+    (review,) = batch.review()
+    assert review.key == sending.key
+    assert review.reason is not None
+    assert "the lease expired while sending" in review.reason
+    assert sends_by_reference(sim) == Counter({claimed.reference_id: 1})
+    client.close()
+
+
+def test_a_long_send_keeps_its_lease(open_store: OpenStore, tmp_path: Path, pdf: Path) -> None:
+    """Real time: the send takes longer than the lease; the heartbeats keep it, so the run's
+    own recovery never takes the row for a dead worker's."""
+    recovered: list[str] = []
+
+    class Watched:
+        def __init__(self, inner: JournalStore) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def recover(self) -> Any:
+            rows = self.inner.recover()
+            recovered.extend(row.key for row in rows)
+            return rows
+
+    store = open_store(clock=lambda: datetime.now(timezone.utc))
+    with FaxWSSimulator() as sim:
+        sim.inject(Fault.delay_response(2.0), operation="SendFaxEx")
+        client = client_for(sim)
+        batch = Batch(Watched(store), client, lease_seconds=1.2)  # type: ignore[arg-type]
+        batch.add("long", spec(pdf))
+        summary = batch.run(wait=False)
+        client.close()
+    assert summary.counts[State.SUBMITTED] == 1
+    assert recovered == []
