@@ -41,7 +41,8 @@ from runner_support import (
 from faxws import FaxWSError
 from faxws.errors import AuthenticationError, ConnectError
 from faxws.journal import Batch, FaxSpec, FileSpec, JournalStore, ResendPolicy, State, Stop
-from faxws.journal._runner import LOOKUPS
+from faxws.journal._runner import LOOKUPS, _Tracker
+from faxws.status import RealTimeFaxStatus
 from faxws.testing import Fault, FaxWSSimulator
 from faxws.transport import Request, Response
 
@@ -766,3 +767,21 @@ def test_a_long_send_keeps_its_lease(open_store: OpenStore, tmp_path: Path, pdf:
         client.close()
     assert summary.counts[State.SUBMITTED] == 1
     assert recovered == []
+
+
+def test_a_reference_echoed_in_another_spelling_is_the_rows_own(
+    store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """How the service echoes a ReferenceId is not published: case and the JRI- prefix aside,
+    a status naming the row's own reference keeps the row tracked."""
+    row = batch_for(store, object(), fake).add("row", spec(pdf))
+
+    def status(reference: str) -> RealTimeFaxStatus:
+        return RealTimeFaxStatus("J1", 3, None, "In progress", reference_id=reference)
+
+    mine = row.reference_id
+    for echoed in ("", mine, mine.upper(), f"JRI-{mine}", f" jri-{mine.upper()} "):
+        assert _Tracker.not_this_rows(row, [status(echoed), None]) is None
+    other = _Tracker.not_this_rows(row, [status("0" * 32)])
+    assert other is not None
+    assert other.startswith(f"the service reports job J1 under reference {'0' * 32}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import heapq
 import json
 import math
 import os
@@ -217,6 +218,14 @@ def _interval(checks: int) -> float:
 def _tracked_for(checks: int) -> float:
     """The least time a submitted row has been tracked after ``checks`` rounds."""
     return sum(_interval(n) for n in range(checks))
+
+
+def _plain_reference(text: str) -> str:
+    """A ReferenceId as compared: how the service echoes one is not published (its case, a
+    ``JRI-`` prefix), and a false mismatch would send a good row to review."""
+    text = text.strip().casefold()
+    prefix = vendor.REFERENCE_PREFIX.casefold()
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def _resends(row: Row) -> int:
@@ -447,7 +456,7 @@ class _Run:
         self.failure = _Failure()
         self.tracker = _Tracker(batch, self)
         self._held: dict[str, bool] = {}  # key -> holds a send slot
-        self._wakes: list[datetime] = []
+        self._wakes: list[datetime] = []  # a heap
         self._lock = threading.Lock()
         self._track_lock = threading.Lock()
 
@@ -523,13 +532,14 @@ class _Run:
     def wake_at(self, at: datetime) -> None:
         """Remember that a row of this run is next due at ``at`` (an idle worker wakes then)."""
         with self._lock:
-            self._wakes.append(at)
+            heapq.heappush(self._wakes, at)
 
     def idle(self) -> None:
         now = self.now()
         with self._lock:
-            self._wakes = [w for w in self._wakes if w > now]
-            soonest = min(self._wakes, default=None)
+            while self._wakes and self._wakes[0] <= now:
+                heapq.heappop(self._wakes)
+            soonest = self._wakes[0] if self._wakes else None
         delay = MAX_IDLE if soonest is None else (soonest - now).total_seconds()
         self.pause(min(max(delay, MIN_IDLE), MAX_IDLE))
 
@@ -915,8 +925,6 @@ class _Tracker:
         run = self.run
         assert run is not None
         statuses = self.statuses([job_id for row in rows for job_id in row.job_ids])
-        if statuses is None:
-            return  # halted: the rows are due again after the lease
         later: dict[datetime, list[str]] = {}
         now = self.now()
         for row in rows:
@@ -932,7 +940,7 @@ class _Tracker:
                         continue
                 else:
                     if not run.call_slot():
-                        return
+                        continue  # halted: due again after the lease
                     status = self.reference_status(row)
                     if status is not None and status.final:
                         self.finish_by_reference(row, status)
@@ -949,8 +957,9 @@ class _Tracker:
     def not_this_rows(row: Row, found: list[RealTimeFaxStatus | None]) -> str | None:
         """Why the jobs recorded are not the row's send, or None: a status naming another
         ReferenceId means the send's answer belonged to another request."""
+        mine = _plain_reference(row.reference_id)
         for status in found:
-            if status is not None and status.reference_id not in ("", row.reference_id):
+            if status is not None and _plain_reference(status.reference_id) not in ("", mine):
                 return (
                     f"the service reports job {status.job_id} under reference "
                     f"{status.reference_id}, not this row's {row.reference_id}: the send's "
@@ -958,14 +967,15 @@ class _Tracker:
                 )
         return None
 
-    def statuses(self, ids: list[str]) -> dict[str, RealTimeFaxStatus] | None:
-        """The status of each job id that a call answered for (None when halted)."""
+    def statuses(self, ids: list[str]) -> dict[str, RealTimeFaxStatus]:
+        """The status of each job id that a call answered for (no call starts once the run
+        is halted: the answers so far are recorded)."""
         run = self.run
         assert run is not None
         statuses: dict[str, RealTimeFaxStatus] = {}
         for start in range(0, len(ids), TRACK_BATCH):
             if not run.call_slot():
-                return None
+                break
             chunk = ids[start : start + TRACK_BATCH]
             try:
                 answered = self.batch.client.get_real_time_fax_status(chunk, batch_size=TRACK_BATCH)
