@@ -785,3 +785,15 @@ def test_a_reference_echoed_in_another_spelling_is_the_rows_own(
     other = _Tracker.not_this_rows(row, [status("0" * 32)])
     assert other is not None
     assert other.startswith(f"the service reports job J1 under reference {'0' * 32}")
+
+
+def test_the_journal_imports_psycopg_only_for_the_postgresql_store(tmp_path: Path) -> None:
+    script = (
+        "import sys, faxws.journal as journal\n"
+        "assert 'psycopg' not in sys.modules\n"
+        "assert set(journal.__all__) <= set(dir(journal)) | {'PostgresJournal'}\n"
+        "assert journal.PostgresJournal.__name__ == 'PostgresJournal'\n"
+        "assert 'psycopg' in sys.modules\n"
+        "print('ok')\n"
+    )
+    assert run_script(script, tmp_path).split() == ["ok"]

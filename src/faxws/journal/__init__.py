@@ -15,7 +15,7 @@ it is first used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from faxws.journal._open import open_journal
 from faxws.journal._payload import FaxSpec, FileSpec
@@ -35,6 +35,9 @@ from faxws.journal._store import (
     State,
     UnknownKeyError,
 )
+
+if TYPE_CHECKING:
+    from faxws.journal._postgres import PostgresJournal
 
 __all__ = [
     "RESEND_SUFFIX",
@@ -65,7 +68,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # psycopg is imported with the PostgreSQL store, only when it is asked for.
     if name == "PostgresJournal":
-        import importlib
+        from faxws.journal._postgres import PostgresJournal
 
-        return importlib.import_module("faxws.journal._postgres").PostgresJournal
+        return PostgresJournal
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
