@@ -38,12 +38,12 @@ from runner_support import (
     spied_client,
 )
 
-from faxws import FaxWSError
+from faxws import FaxClient, FaxWSError, Notify
 from faxws.errors import AuthenticationError, ConnectError
 from faxws.journal import Batch, FaxSpec, FileSpec, JournalStore, ResendPolicy, State, Stop
 from faxws.journal._runner import LOOKUPS, _Tracker
 from faxws.status import RealTimeFaxStatus
-from faxws.testing import Fault, FaxWSSimulator
+from faxws.testing import Account, Fault, FaxWSSimulator
 from faxws.transport import Request, Response
 
 OpenStore = Any
@@ -797,3 +797,25 @@ def test_the_journal_imports_psycopg_only_for_the_postgresql_store(tmp_path: Pat
         "print('ok')\n"
     )
     assert run_script(script, tmp_path).split() == ["ok"]
+
+
+def test_a_refused_send_is_failed_with_the_services_text_secrets_masked(
+    fake: FakeTime, store: JournalStore, pdf: Path
+) -> None:
+    pin, password = "PINMARK-77x", "PWMARK-4k&é"
+    notify = Notify("https://hooks.example.com/fax", user="hook", password=password)
+    with simulator(fake, accounts=[Account("mbx-journal", pin=pin)]) as sim:
+        sim.inject(Fault.ws_error(-5000, f"refused {pin} {password}"), operation="SendFaxEx")
+        client = FaxClient(sim.url, user_id="mbx-journal", pin=pin, retry_backoff=0)
+        batch = batch_for(store, client, fake, notify=notify)
+        batch.add("refused", spec(pdf))
+        summary = batch.run(wait=False)
+        client.close()
+    assert summary.counts[State.FAILED] == 1
+    (outcome,) = batch.outcomes()
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("service error -5000: refused *** ***")
+    shown = repr([store.get("refused"), *batch.outcomes()])
+    assert pin not in shown
+    assert password not in shown
+    assert "PWMARK" not in shown
