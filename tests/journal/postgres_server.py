@@ -2,10 +2,11 @@
 
 One server per test session, started on first use: ``initdb`` into a temporary directory
 (trust authentication, ``fsync`` off), listening only on a Unix socket in that directory (no
-TCP), stopped when the session ends. Run as root, the server runs as ``nobody`` (PostgreSQL
-refuses root). :func:`fresh_database` gives each test a fresh schema of the one database: the
-DSN it returns sets ``search_path`` to that schema (``options=-csearch_path=...``), so a store
-opened on it with no ``schema`` argument keeps its tables there.
+TCP), stopped when the session ends (by a watching process if the session is killed). Run as
+root, the server runs as ``nobody`` (PostgreSQL refuses root). :func:`fresh_database` gives
+each test a fresh schema of the one database: the DSN it returns sets ``search_path`` to that
+schema (``options=-csearch_path=...``), so a store opened on it with no ``schema`` argument
+keeps its tables there. :func:`restart_server` restarts it (every connection dropped).
 
 Without the binaries the tests skip, telling how to install them; where ``CI`` or
 ``FAXWS_REQUIRE_POSTGRES`` is set they fail instead.
@@ -21,6 +22,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -71,6 +73,26 @@ def find_bindir(versions: Path = Path("/usr/lib/postgresql")) -> Path | None:
     return None
 
 
+#: Waits for its stdin's end (this process ending, however: a SIGKILL too), then stops the
+#: server at once (SIGQUIT to the postmaster named in the pid file) and deletes its directory.
+_REAPER = """
+import os, shutil, signal, sys, time
+root, pid_file = sys.argv[1], sys.argv[2]
+sys.stdin.buffer.read()
+try:
+    with open(pid_file, encoding="ascii") as found:
+        pid = int(found.readline())
+    os.kill(pid, signal.SIGQUIT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        os.kill(pid, 0)
+        time.sleep(0.05)
+except (OSError, ValueError):
+    pass
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 def _open_to_others(path: Path) -> bool:
     """Whether every directory above ``path`` lets another user through."""
     return all(
@@ -98,6 +120,12 @@ class PostgresServer:
         self.running = False
         if self._as:
             os.chown(self.root, self._as["user"], self._as["group"])
+        # a session killed before its clean-up leaves no server behind
+        self._reaper = subprocess.Popen(
+            [sys.executable, "-c", _REAPER, str(self.root), str(self.data / "postmaster.pid")],
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+        )
 
     @property
     def socket_dir(self) -> str:
@@ -180,6 +208,10 @@ class PostgresServer:
                 self._pg_ctl("stop", "-m", "immediate")
             self.running = False
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._reaper.stdin is not None:
+            self._reaper.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._reaper.wait(timeout=TIMEOUT)
 
     def execute(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement as the superuser (autocommit); its rows, if any."""

@@ -7,6 +7,7 @@ schema's version checked. The behaviour both stores share is tested in test_stor
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import threading
@@ -491,3 +492,36 @@ def test_without_a_server_the_tests_skip_unless_required(
     else:
         assert type(outcome) is pytest.fail.Exception
         assert f"{required} set: required here" in str(outcome)
+
+
+KILLED_WITH_A_SERVER = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from postgres_server import PostgresServer, find_bindir
+server = PostgresServer(find_bindir())
+server.start()
+pid = int((server.data / "postmaster.pid").read_text().split()[0])
+print(server.root, pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_session_killed_leaves_no_server_behind(journal: Journal) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_A_SERVER, str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    root, pid = done.stdout.split()
+
+    def gone() -> bool:
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return not Path(root).exists()
+        return False
+
+    wait_until(gone, "the killed session's server stopped and its directory deleted", 60)
