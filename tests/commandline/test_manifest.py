@@ -1,5 +1,6 @@
 """The manifest of `faxws batch send`: CSV or JSON Lines, every row checked before anything is
-sent. A bad row is named by its line and its field, all of them at once."""
+sent. A bad row is named by its line and its field, all of them at once, and the command exits
+2 having sent nothing and added no row to the journal."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from faxws.cli import main
 from faxws.cli._manifest import ManifestError, Problem, format_of, read_manifest
 from faxws.cli._output import UsageError
 from faxws.jobs import JobOptions
+from faxws.journal import SqliteJournal
 from faxws.models import Recipient
+from faxws.pytest_plugin import SimulatorFactory
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, FaxWSSimulator
 
 PDF = b"%PDF-1.4 manifest test"
 
@@ -319,3 +324,117 @@ def test_the_format_is_the_extension_or_the_flag() -> None:
 def test_problem_text() -> None:
     assert str(Problem(3, "to", "has no digits")) == "line 3, to: has no digits"
     assert str(Problem(4, "-", "is not JSON")) == "line 4: is not JSON"
+
+
+# -- through the command ---------------------------------------------------------------------
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], sim: FaxWSSimulator, *args: str
+) -> tuple[int, str, str]:
+    code = main(
+        [
+            "batch",
+            "send",
+            *args,
+            "--base-url",
+            sim.url,
+            "--user-id",
+            DEMO_USER_ID,
+            "--pin",
+            DEMO_PIN,
+        ]
+    )
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def journal_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    journal = SqliteJournal(path)
+    try:
+        return sum(journal.counts_by_state().values())
+    finally:
+        journal.close()
+
+
+@pytest.mark.parametrize(
+    "case", ["duplicate key", "bad number", "missing file", "unknown column", "bad date"]
+)
+def test_the_command_sends_nothing_and_adds_nothing_for_a_bad_row(
+    faxws_simulator: FaxWSSimulator,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    text, line, field, problem = BAD_CSV[case]
+    manifest = folder / "faxes.csv"
+    manifest.write_text(text, encoding="utf-8")
+    journal = folder / "batch.db"
+    code, out, err = run(capsys, faxws_simulator, str(manifest), "--journal", str(journal))
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert lines[0] == f"faxws batch send: {manifest}: 1 bad row(s); nothing was sent:"
+    assert lines[1].startswith(f"  line {line}, {field}: ")
+    assert problem in lines[1]
+    assert faxws_simulator.requests == []
+    assert journal_rows(journal) == 0
+
+
+def test_bad_rows_in_json(
+    faxws_simulator: FaxWSSimulator, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = folder / "faxes.jsonl"
+    manifest.write_text(
+        '{"key": "k1", "to": "x", "file": "a.pdf"}\n{"key": "k2", "to": "+1 555 0100"}\n',
+        encoding="utf-8",
+    )
+    code, out, err = run(
+        capsys, faxws_simulator, str(manifest), "--journal", str(folder / "b.db"), "--json"
+    )
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert error["type"] == "ManifestError"
+    assert error["maybe_delivered"] is False
+    assert error["problems"] == [
+        {"line": 1, "field": "to", "problem": "'x' has no digits"},
+        {"line": 2, "field": "file", "problem": "is missing or empty: every row needs a document"},
+    ]
+    assert err.splitlines()[1:] == [
+        "  line 1, to: 'x' has no digits",
+        "  line 2, file: is missing or empty: every row needs a document",
+    ]
+    assert faxws_simulator.requests == []
+
+
+def test_a_key_in_the_journal_with_another_fax_is_a_bad_row(
+    faxws_simulator_factory: SimulatorFactory, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sim = faxws_simulator_factory(time_scale=1000)
+    manifest = folder / "faxes.csv"
+    journal = folder / "batch.db"
+    manifest.write_text(
+        "key,to,file\nk1,+1 555 0100,a.pdf\nk2,+1 555 0101,b.pdf\n", encoding="utf-8"
+    )
+    code, _, err = run(capsys, sim, str(manifest), "--journal", str(journal))
+    assert code == 0, err
+    sent = len(sim.requests_for("SendFaxEx"))
+    assert sent == 2
+    # Another number for k1, and b.pdf (k2's document) changed: neither key sends anything.
+    manifest.write_text(
+        "key,to,file\nk1,+1 555 0199,a.pdf\nk2,+1 555 0101,b.pdf\nk3,+1 555 0102,a.pdf\n",
+        encoding="utf-8",
+    )
+    (folder / "b.pdf").write_bytes(PDF + b" b, changed")
+    code, _, err = run(capsys, sim, str(manifest), "--journal", str(journal))
+    assert code == 2
+    assert err.splitlines()[1:] == [
+        "  line 2, key: 'k1' is in the journal with another fax (other recipients, files or "
+        "options, or a document changed since): a key is never reused",
+        "  line 3, key: 'k2' is in the journal with another fax (other recipients, files or "
+        "options, or a document changed since): a key is never reused",
+    ]
+    assert len(sim.requests_for("SendFaxEx")) == sent
+    assert journal_rows(journal) == 2  # k3 was not added either

@@ -1,5 +1,5 @@
-"""The ``faxws`` command line: send, status, cancel, report, serve, validate (exit codes:
-``EXIT_CODES_HELP``).
+"""The ``faxws`` command line: send, status, cancel, report, batch, serve, validate (exit
+codes: ``EXIT_CODES_HELP``).
 
 Errors go to stderr in one line, with the request id; with ``--json`` every outcome, usage
 errors included, is also one JSON object on stdout. Secrets (PIN, token, client secret) are
@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from faxws.cli import _cancel, _report, _send, _serve, _status, _validate
+from faxws.cli import _batch, _cancel, _report, _send, _serve, _status, _validate
 from faxws.cli._client import ENV, SETTINGS, secrets_in
 from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, UsageError
 from faxws.cli._send import spool_stdin
@@ -100,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"faxws {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    common = _Parser(add_help=False)  # the options of the commands that call the service
-    g = common.add_argument_group(
+    connection = _Parser(add_help=False)  # the options of every command that calls the service
+    g = connection.add_argument_group(
         "connection and credentials (flags win over the FAXWS_* environment variables)"
     )
     for key, text in SETTINGS.items():
@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow credentials over plain http to a non-loopback host",
     )
+    common = _Parser(add_help=False)  # those of the commands that make one call
     o = common.add_argument_group("output")
     o.add_argument("--request-id", help="x-ch-request-id to send (default: a fresh UUID4)")
     o.add_argument("--json", action="store_true", help=_JSON_HELP)
@@ -131,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(run=module.run)
         return p
 
-    send = command("send", _send, common)
+    send = command("send", _send, connection, common)
     send.add_argument(
         "files",
         nargs="+",
@@ -153,41 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
             metavar=what.upper(),
             help=f"recipient {what}, paired with --to in order",
         )
-    send.add_argument(
-        "--file-type",
-        metavar="TYPE",
-        help="file type for every FILE: a name (pdf, tiff_g4, ...) or a number; "
-        "default: from each file's extension",
+    _job_options(
+        send, "FILE", "job options (any of them makes the send a SendFaxEx, with a reference id)"
     )
-    job = send.add_argument_group(
-        "job options (any of them makes the send a SendFaxEx, with a reference id)"
-    )
-    job.add_argument(
-        "--reference",
-        metavar="REF",
-        help="reference id to look the send up by (default: one is made and shown)",
-    )
-    job.add_argument(
-        "--start-at",
-        type=_when,
-        metavar="ISO8601",
-        help="start no earlier (at most 4 days ahead), e.g. 2025-06-02T08:00:00+02:00",
-    )
-    job.add_argument(
-        "--expires-at",
-        type=_when,
-        metavar="ISO8601",
-        help="give up an undelivered fax then (at most 2 days after the start)",
-    )
-    for name, text in _send.JOB_TEXT_OPTIONS.items():
-        job.add_argument("--" + name.replace("_", "-"), metavar="TEXT", help=text)
-    job.add_argument(
-        "--notify-url",
-        metavar="URL",
-        help="the service POSTs the job's completion there; the password of its HTTP Basic "
-        "credentials comes only from the variable FAXWS_NOTIFY_PASSWORD",
-    )
-    job.add_argument("--notify-user", metavar="USER", help="user of those credentials")
     w = send.add_argument_group("waiting")
     w.add_argument(
         "--wait",
@@ -201,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="give up waiting after this long (default 3600)",
     )
 
-    status = command("status", _status, common)
+    status = command("status", _status, connection, common)
     status.add_argument("job_ids", nargs="*", metavar="JOB_ID", help="job ids from a send")
     status.add_argument(
         "--reference",
@@ -209,10 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead, whether the service took a send with this reference id (JRI-REF)",
     )
 
-    cancel = command("cancel", _cancel, common)
+    cancel = command("cancel", _cancel, connection, common)
     cancel.add_argument("job_id", metavar="JOB_ID")
 
-    report = command("report", _report, common)
+    report = command("report", _report, connection, common)
     report.add_argument("job_id", metavar="JOB_ID")
     report.add_argument(
         "--recipient-type",
@@ -275,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
 
+    _batch_commands(command("batch", _batch), connection)
+
     validate = command("validate", _validate)
     validate.add_argument("files", nargs="+", metavar="FILE", help="documents; - for stdin")
     validate.add_argument("--json", action="store_true", help=_JSON_HELP)
@@ -286,6 +257,131 @@ def build_parser() -> argparse.ArgumentParser:
         help="show at most N issues per file, and how many there were in all (default 100)",
     )
     return parser
+
+
+def _job_options(parser: argparse.ArgumentParser, files: str, title: str) -> None:
+    """The options of a send's documents and job (``send``, ``batch send``)."""
+    parser.add_argument(
+        "--file-type",
+        metavar="TYPE",
+        help=f"file type for every {files}: a name (pdf, tiff_g4, ...) or a number; "
+        "default: from each file's extension",
+    )
+    job = parser.add_argument_group(title)
+    if files == "FILE":
+        job.add_argument(
+            "--reference",
+            metavar="REF",
+            help="reference id to look the send up by (default: one is made and shown)",
+        )
+    job.add_argument(
+        "--start-at",
+        type=_when,
+        metavar="ISO8601",
+        help="start no earlier (at most 4 days ahead), e.g. 2025-06-02T08:00:00+02:00",
+    )
+    job.add_argument(
+        "--expires-at",
+        type=_when,
+        metavar="ISO8601",
+        help="give up an undelivered fax then (at most 2 days after the start)",
+    )
+    for name, text in _send.JOB_TEXT_OPTIONS.items():
+        job.add_argument("--" + name.replace("_", "-"), metavar="TEXT", help=text)
+    job.add_argument(
+        "--notify-url",
+        metavar="URL",
+        help="the service POSTs the job's completion there; the password of its HTTP Basic "
+        "credentials comes only from the variable FAXWS_NOTIFY_PASSWORD",
+    )
+    job.add_argument("--notify-user", metavar="USER", help="user of those credentials")
+
+
+def _batch_commands(batch: argparse.ArgumentParser, connection: _Parser) -> None:
+    """``faxws batch send|status|review|export``."""
+    sub = batch.add_subparsers(dest="batch_command", metavar="COMMAND")
+    sub.required = True
+
+    def command(name: str, *parents: _Parser) -> argparse.ArgumentParser:
+        words = _batch.COMMANDS[name]
+        p: argparse.ArgumentParser = sub.add_parser(
+            name,
+            parents=parents,
+            help=words.summary,
+            description=words.description,
+            epilog=words.epilog,
+        )
+        p.set_defaults(run=words.run, json=False)
+        p.add_argument(
+            "--journal",
+            required=True,
+            metavar="PATH_OR_DSN",
+            help="the journal: an SQLite file, or a postgresql:// URL",
+        )
+        return p
+
+    send = command("send", connection)
+    send.set_defaults(reference=None)  # each row has its own
+    send.add_argument("manifest", metavar="MANIFEST", help="the faxes: a .csv or .jsonl file")
+    send.add_argument(
+        "--format",
+        choices=("csv", "jsonl"),
+        help="the manifest's format (default: from its extension)",
+    )
+    r = send.add_argument_group("running")
+    r.add_argument(
+        "--workers",
+        type=_count,
+        default=4,
+        metavar="N",
+        help="faxes sent at once by this command (default 4)",
+    )
+    r.add_argument(
+        "--rate",
+        type=_scale,
+        metavar="R",
+        help="at most R calls a second to the account, by every run sharing the journal",
+    )
+    r.add_argument(
+        "--max-concurrent",
+        type=_count,
+        metavar="N",
+        help="at most N sends in flight for the account, by every run sharing the journal",
+    )
+    r.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="end once every fax is sent, without following it until it ends",
+    )
+    r.add_argument(
+        "--lease",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a claim on a row outlives its run (default 60): the rows in flight of "
+        "a run that ended abruptly are looked up by the next run after that",
+    )
+    _job_options(
+        send,
+        "file of the manifest",
+        "job options for every row (a row's own fields win; a send is always a SendFaxEx, "
+        "with the row's reference id)",
+    )
+    o = send.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help=_JSON_HELP)
+    o.add_argument(
+        "-v", "--verbose", action="store_true", help="log the exchanges to stderr (never secrets)"
+    )
+
+    for name in ("status", "review"):
+        command(name).add_argument("--json", action="store_true", help=_JSON_HELP)
+    export = command("export")
+    export.add_argument(
+        "--format", choices=("csv", "jsonl"), default="csv", help="csv (default) or jsonl"
+    )
+    export.add_argument(
+        "--output", metavar="FILE", help="write to FILE (replaced whole) instead of stdout"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,8 +19,12 @@ EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
 EXIT_MAYBE_SENT = 5
 #: ``send --wait``: the fax was sent and every job ended, but not every one was delivered.
 EXIT_FAX_FAILED = 6
-#: ``send --wait``: the fax was sent, and waiting ended before every job had.
+#: ``send --wait``: the fax was sent, and waiting ended before every job had; ``batch send``:
+#: stopped (Ctrl-C) with rows not yet sent or not yet ended.
 EXIT_WAIT_TIMEOUT = 7
+#: ``batch send``: a row needs review (whether its fax was sent cannot be told, or it never
+#: ended): nothing is done with it automatically.
+EXIT_NEEDS_REVIEW = 8
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 EXIT_CODES_HELP = """\
@@ -33,10 +37,16 @@ exit codes:
   5    the request reached the service, or may have, and then the command failed
        (e.g. its output could not be written): do not send it again before checking;
        stderr names the request id and the job ids
-  6    send --wait: the fax was sent, but a job failed (each job's final line says how)
+  6    send --wait: the fax was sent, but a job failed (each job's final line says how);
+       batch send: a fax of the batch failed (faxws batch export shows each row)
   7    send --wait: the fax was sent, but a job had not ended when waiting timed out
-       (some may have failed too); check later with faxws status JOB_ID ...
-  130  interrupted (Ctrl-C); a fax may have been delivered, see the request id
+       (some may have failed too); check later with faxws status JOB_ID ...;
+       batch send: stopped (Ctrl-C) with rows left: the same command goes on
+  8    batch send: a fax needs review: whether it was sent cannot be told, or it never
+       ended (faxws batch review lists them; it is never sent again by itself);
+       7 goes before 8, and 8 before 6
+  130  interrupted (Ctrl-C); a fax may have been delivered, see the request id;
+       batch send: a second Ctrl-C; the sends in flight are looked up by the next run
 """
 
 # Spelled as their flags: base_url is --base-url.
