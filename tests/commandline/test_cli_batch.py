@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -627,6 +628,11 @@ def test_a_bad_manifest_exits_2_before_anything_is_sent(
         (["batch", "send", "m.txt", "--journal", "j.db"], "pass --format csv or --format jsonl"),
         (["batch", "send", "m.csv", "--journal", "j.db", "--workers", "0"], "whole number"),
         (["batch", "send", "m.csv", "--journal", "j.db", "--rate", "-1"], "finite number > 0"),
+        (["batch", "receive", "--journal", "j.db"], "required: --port"),
+        (
+            ["batch", "receive", "--journal", "j.db", "--port", "0"],
+            "give the pushes' credentials: --notify-user and the variable FAXWS_NOTIFY_PASSWORD",
+        ),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str) -> None:
@@ -637,7 +643,7 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     assert message in done.stderr
 
 
-@pytest.mark.parametrize("command", ["send", "status", "review", "export"])
+@pytest.mark.parametrize("command", ["send", "status", "review", "export", "receive"])
 def test_help_with_an_example(command: str) -> None:
     done = faxws("batch", command, "--help", env={})
     assert done.returncode == 0
@@ -793,6 +799,52 @@ def test_plain_lines_at_most_one_a_second_and_the_latest_counts_shown(
     ]
 
 
+# -- PostgreSQL ------------------------------------------------------------------------------
+
+
+def postgres_dsn(request: pytest.FixtureRequest) -> str:
+    """A fresh schema on the journal tests' PostgreSQL server (skipped without its binaries,
+    failed instead where CI is set)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "journal"))
+    try:
+        from postgres_server import fresh_database
+    finally:
+        sys.path.pop(0)
+    return fresh_database(request)
+
+
+def test_a_postgresql_journal_and_its_password_never_shown(
+    sim: FaxWSSimulator, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The server trusts its socket: the password is sent nowhere, but is the caller's secret.
+    dsn = postgres_dsn(request) + " password='PG-PASSWORD-SECRET-95'"
+    manifest = csv_manifest(tmp_path, 5, failing={3})
+    args = ("batch", "send", str(manifest), "--journal", dsn, "--workers", "3")
+    done = faxws(*args, env=pin_env(sim))
+    assert done.returncode == 6, done.stderr
+    assert done.stderr.splitlines() == [
+        "faxws batch send: 1 of 5 fax(es) failed; see faxws batch export --journal "
+        + shlex.quote(dsn).replace("PG-PASSWORD-SECRET-95", "***")
+    ]
+    again = faxws(*args, env=pin_env(sim))
+    assert again.returncode == 6, again.stderr
+    assert sorted(sends_by_reference(sim).values()) == [1] * 5, (
+        done.stdout,
+        again.stdout,
+        sends_by_reference(sim),
+    )
+    status = faxws("batch", "status", "--journal", dsn, "--json", env={})
+    assert json.loads(status.stdout)["counts"] | {} == {
+        **{s.value: 0 for s in State},
+        "delivered": 4,
+        "failed": 1,
+    }
+    export = faxws("batch", "export", "--journal", dsn, env={})
+    assert len(export.stdout.splitlines()) == 6
+    for ran in (done, again, status, export):
+        assert "PG-PASSWORD-SECRET" not in ran.stdout + ran.stderr
+
+
 @pytest.mark.parametrize(
     ("journal", "secrets"),
     [
@@ -812,3 +864,84 @@ def test_the_password_of_a_journal_is_a_secret(journal: str, secrets: set[str]) 
     out = Outcome([], set())
     _journal_secrets(argparse.Namespace(journal=journal), out)
     assert out.secrets == secrets
+
+
+# -- batch receive ---------------------------------------------------------------------------
+
+
+def test_receive_ends_the_rows_by_the_services_pushes(
+    faxws_simulator_factory: SimulatorFactory, tmp_path: Path
+) -> None:
+    import requests
+
+    # A fax's life in about a second: its row is submitted well before its push comes.
+    sim = faxws_simulator_factory(time_scale=20)
+    journal = tmp_path / "batch.db"
+    password = "PUSH-PASSWORD-SECRET-96"
+    secret_env = {"FAXWS_NOTIFY_PASSWORD": password}
+    receive = ("batch", "receive", "--journal", str(journal), "--port", "0")
+    with running(*receive, "--notify-user", "hook", env=secret_env) as (proc, out, err):
+        started = out.until(r"^Receiving pushes")
+        found = re.search(r"http://127\.0\.0\.1:\d+/", started)
+        assert found is not None, started
+        url = found.group(0)
+        assert started == f"Receiving pushes for the journal on {url} (user hook); Ctrl-C stops\n"
+        manifest = csv_manifest(tmp_path, 5, failing={4})
+        sent = faxws(
+            "batch",
+            "send",
+            str(manifest),
+            "--journal",
+            str(journal),
+            "--no-wait",
+            "--notify-url",
+            url + "fax-done",
+            "--notify-user",
+            "hook",
+            env={**pin_env(sim), **secret_env},
+        )
+        assert sent.returncode == 0, sent.stderr
+        deadline = time.monotonic() + 60
+        while counts(journal) != {State.DELIVERED: 4, State.FAILED: 1}:
+            assert time.monotonic() < deadline, counts(journal)
+            time.sleep(0.05)
+        refused = requests.post(
+            url + "fax-done?key=" + password,
+            data={"FaxJobId": "SIM00000001", "FaxJobStatusId": "1"},
+            auth=("hook", "not the password"),
+            timeout=30,
+        )
+        assert refused.status_code == 401
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+        stdout, stderr = out.rest(), err.rest()
+    # No status call: the pushes ended the rows.
+    assert sim.requests_for("GetRealTimeFaxStatusEx2") == []
+    assert [line.split(" ", 2)[2] for line in stderr[:-1]] == ["POST /fax-done 204"] * 5 + [
+        "POST /fax-done 401"
+    ]
+    assert stderr[-1] == "faxws batch receive: stopped; 6 request(s), 5 push(es) taken"
+    assert password not in "\n".join(stdout + stderr)
+    assert rows(journal)["fax-004"].reason
+
+
+def test_receive_on_a_port_in_use_exits_2(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = faxws(
+            "batch",
+            "receive",
+            "--journal",
+            str(tmp_path / "batch.db"),
+            "--port",
+            str(port),
+            "--notify-user",
+            "hook",
+            env={"FAXWS_NOTIFY_PASSWORD": "x"},
+        )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"faxws batch receive: cannot listen on 127.0.0.1:{port}: ")

@@ -298,7 +298,7 @@ def _job_options(parser: argparse.ArgumentParser, files: str, title: str) -> Non
 
 
 def _batch_commands(batch: argparse.ArgumentParser, connection: _Parser) -> None:
-    """``faxws batch send|status|review|export``."""
+    """``faxws batch send|status|review|export|receive``."""
     sub = batch.add_subparsers(dest="batch_command", metavar="COMMAND")
     sub.required = True
 
@@ -381,6 +381,18 @@ def _batch_commands(batch: argparse.ArgumentParser, connection: _Parser) -> None
     )
     export.add_argument(
         "--output", metavar="FILE", help="write to FILE (replaced whole) instead of stdout"
+    )
+    receive = command("receive")
+    receive.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    receive.add_argument("--port", type=_port, required=True, help="port (0: any free port)")
+    receive.add_argument(
+        "--notify-user",
+        metavar="USER",
+        help="the user of the pushes' HTTP Basic credentials (as given to batch send); the "
+        "password comes only from the variable FAXWS_NOTIFY_PASSWORD",
+    )
+    receive.add_argument(
+        "--quiet", action="store_true", help="no line on standard error for each request"
     )
 
 

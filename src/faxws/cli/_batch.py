@@ -1,5 +1,6 @@
 """``faxws batch``: many faxes through a durable journal, each sent at most once across
-crashes and runs (``send``), and what the journal holds (``status``, ``review``, ``export``)."""
+crashes and runs (``send``), and what the journal holds (``status``, ``review``, ``export``);
+``receive`` applies the service's push notifications to it."""
 
 from __future__ import annotations
 
@@ -99,6 +100,13 @@ _EXPORT_DESCRIPTION = """\
 Every row of the journal, one a line, in the order they were added: key, state, to (the fax
 numbers, separated by ;), job ids (separated by ;), reference id, attempt, resend_of (the key of
 the failed row it sends again), reason, updated_at (ISO 8601, UTC)."""
+_RECEIVE_DESCRIPTION = """\
+Receive the service's push notifications of the batch's faxes (faxws batch send --notify-url
+http://HOST:PORT/ --notify-user USER) and apply each to its row of the journal, until
+interrupted: a row ends as soon as its push comes, without waiting for the next status round.
+Each push must carry the credentials the batch was sent with, as HTTP Basic: --notify-user
+and the variable FAXWS_NOTIFY_PASSWORD; others are refused (401). Put it behind HTTPS when the
+service reaches it over the internet."""
 _STORE_EPILOG = """\
 example:
   faxws batch {} --journal batch.db
@@ -121,7 +129,7 @@ PROGRESS_INTERVAL = 1.0
 
 
 def run(args: argparse.Namespace, out: Outcome) -> int:
-    raise UsageError("give a batch command: send, status, review, export")
+    raise UsageError("give a batch command: send, status, review, export or receive")
 
 
 # -- batch send ------------------------------------------------------------------------------
@@ -248,8 +256,9 @@ def _bad_manifest(out: Outcome, exc: ManifestError) -> int:
     return out.fail(EXIT_USAGE, "\n".join([out.mask(head), *lines]), error, str(exc))
 
 
-class _Quit(Exception):  # noqa: N818 (a second Ctrl-C, not an error)
-    """Ctrl-C pressed again: the command ends at once."""
+class _Quit(BaseException):
+    """Ctrl-C pressed again: the command ends at once. Not an Exception, as KeyboardInterrupt
+    is not: no handler of failures (a stream's write, say) may take it for one."""
 
 
 def _send_all(args: argparse.Namespace, out: Outcome, batch: Any, added: int, rows: int) -> int:
@@ -744,6 +753,122 @@ def _rows(journal: JournalStore, states: list[State] | None) -> Iterator[Any]:
         after = page[-1].seq
 
 
+#: Seconds a connection to the receiver may stay silent before it is closed.
+RECEIVE_IDLE_TIMEOUT = 10.0
+
+
+def run_receive(args: argparse.Namespace, out: Outcome) -> int:
+    import signal
+
+    from faxws.cli._client import NOTIFY_PASSWORD_ENV
+
+    out.prog = "faxws batch receive"
+    _journal_secrets(args, out)
+    user, password = args.notify_user, os.environ.get(NOTIFY_PASSWORD_ENV, "")
+    if user is None or not password:
+        # Without them anyone who can reach the port could end the journal's rows.
+        raise UsageError(
+            f"give the pushes' credentials: --notify-user and the variable {NOTIFY_PASSWORD_ENV}"
+        )
+    with ExitStack() as stack:
+        from faxws.journal import Batch
+        from faxws.journal._receiver import notification_app
+
+        # A push is applied to the journal alone: this Batch never calls the service.
+        batch = Batch(_open(args, stack), None)
+        app = notification_app(batch, user=user, password=password)
+        log = _RequestLog(out, args.quiet)
+        try:
+            server = _listen(args.host, args.port, app, log)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            message = f"cannot listen on {args.host}:{args.port}: {reason}"
+            return out.failed(EXIT_USAGE, "OSError", out.mask(message))
+        stack.callback(server.server_close)
+        stop = threading.Event()
+        previous = {
+            signum: signal.signal(signum, lambda *_: stop.set())
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
+        for signum, handler in previous.items():
+            stack.callback(signal.signal, signum, handler)
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="faxws-receive"
+        )
+        thread.start()
+        try:
+            host, port = server.server_address[:2]
+            out.stdout.write(
+                out.mask(
+                    f"Receiving pushes for the journal on http://{host}:{port}/ (user {user}); "
+                    "Ctrl-C stops\n"
+                )
+            )
+            out.stdout.flush()
+            while not stop.wait(0.2):
+                pass
+        finally:
+            server.shutdown()
+            thread.join()
+    out.stderr.write(f"{out.prog}: stopped; {log.summary()}\n")
+    return EXIT_OK
+
+
+class _RequestLog:
+    """A line on stderr for each request (method, path without its query, status), unless
+    quiet; counts of what was answered."""
+
+    def __init__(self, out: Outcome, quiet: bool) -> None:
+        self._out = out
+        self._quiet = quiet
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.taken = 0
+
+    def request(self, method: str, path: str, status: str) -> None:
+        with self._lock:
+            self.requests += 1
+            self.taken += status == "204"
+        if not self._quiet:
+            import time
+
+            when = time.strftime("%Y-%m-%d %H:%M:%S")
+            line = one_line(f"{when} {method} {path.split('?', 1)[0]} {status}")
+            self._out.stderr.write(self._out.mask(line) + "\n")
+            self._out.stderr.flush()
+
+    def summary(self) -> str:
+        with self._lock:
+            return f"{self.requests} request(s), {self.taken} push(es) taken"
+
+
+def _listen(host: str, port: int, app: Any, log: _RequestLog) -> Any:
+    """A WSGI server for ``app``: a thread per connection (a silent sender holds back no
+    other), each closed after :data:`RECEIVE_IDLE_TIMEOUT` silent seconds."""
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Handler(WSGIRequestHandler):
+        timeout = RECEIVE_IDLE_TIMEOUT
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except TimeoutError:  # the sender went silent: dropped, no traceback
+                self.close_connection = True
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            log.request(self.command or "-", self.path or "-", str(code))
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (wsgiref's name)
+            pass  # its other messages quote the request line, query and all
+
+    return make_server(host, port, app, server_class=Server, handler_class=Handler)
+
+
 @dataclass(frozen=True)
 class _Words:
     summary: str
@@ -777,5 +902,15 @@ COMMANDS = {
         _EXPORT_DESCRIPTION,
         _STORE_EPILOG.format("export --format jsonl --output rows.jsonl") + "\n" + EXIT_CODES_HELP,
         run_export,
+    ),
+    "receive": _Words(
+        "apply the service's push notifications to the journal",
+        _RECEIVE_DESCRIPTION,
+        _STORE_EPILOG.format("receive --port 8000 --notify-user faxws").replace(
+            "  faxws", "  FAXWS_NOTIFY_PASSWORD=... faxws"
+        )
+        + "\n"
+        + EXIT_CODES_HELP,
+        run_receive,
     ),
 }
