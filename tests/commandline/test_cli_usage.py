@@ -76,7 +76,7 @@ def test_without_json_usage_errors_stay_text() -> None:
     assert done.stderr.startswith("usage: faxws")
     assert done.stderr.splitlines()[-1] == (
         "faxws: error: argument COMMAND: invalid choice "
-        "(choose from send, status, cancel, report, serve, validate)"
+        "(choose from send, status, cancel, report, serve, batch, validate)"
     )
 
 

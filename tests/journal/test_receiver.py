@@ -191,6 +191,27 @@ def test_a_push_for_one_of_several_jobs_has_the_row_looked_up_at_once(
     assert row.next_check_at == fake()
 
 
+def test_a_push_that_overtakes_its_send_is_asked_again_not_dropped(
+    store: JournalStore, fake: FakeTime, tmp_path: Path, receiving: list[Receiver]
+) -> None:
+    """A final push for a row still sending (by its ReferenceId), or for an unknown job while
+    some row is sending, is answered 500 so that the service pushes it again; once nothing is
+    sending, an unknown job's push is answered 204 and changes nothing."""
+    batch = batch_for(store, object(), fake)
+    row = batch.add("racing", spec(document(tmp_path)))
+    store.claim("worker", 60, 1)
+    store.mark_sending("racing", "worker", 60)
+    receiver = receiver_for(receiving, batch)
+    by_reference = event_for("JOB-NEW", 1, reference_id=row.reference_id)
+    assert receiver.push(by_reference)[0] == 500
+    assert receiver.push(event_for("JOB-UNKNOWN", 1))[0] == 500
+    assert receiver.push(event_for("JOB-NEW", 3, reference_id=row.reference_id))[0] == 204
+    store.mark_submitted("racing", "worker", ["JOB-NEW"], fake())
+    assert receiver.push(event_for("JOB-UNKNOWN", 1))[0] == 204
+    assert receiver.push(by_reference)[0] == 204
+    assert [o.state for o in batch.outcomes()] == [State.DELIVERED]
+
+
 def test_a_push_settles_an_uncertain_row(
     store: JournalStore, fake: FakeTime, tmp_path: Path
 ) -> None:

@@ -336,10 +336,21 @@ class Batch:
     def apply(self, notification: DeliveryNotification) -> Outcome | None:
         """Apply a parsed push (:func:`faxws.notifications.parse_notification`) to the row of
         its job id (or ReferenceId); the row's outcome afterwards, or None for a job that is
-        not in this journal. A row whose other jobs have not ended is looked up at once."""
+        not in this journal. A row whose other jobs have not ended is looked up at once. A
+        final push that may belong to a row still sending raises JournalError (a receiver
+        answers 500, and the service pushes it again)."""
         row = self.store.by_job_id(notification.job_id)
         if row is None and notification.reference_id:
             row = self.store.by_reference(notification.reference_id)
+        # A final push may overtake its send's answer: for a row still sending (or a job not
+        # recorded while some row is sending) it is asked for again, not dropped.
+        if notification.final and (
+            (row is not None and row.state is State.SENDING)
+            or (row is None and self.store.counts_by_state()[State.SENDING])
+        ):
+            raise JournalError(
+                f"the push for job {notification.job_id} came before its send was recorded"
+            )
         if row is None:
             return None
         if notification.final:

@@ -6,9 +6,12 @@ import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from faxws.errors import FaxWSError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 Clock = Callable[[], datetime]
 
@@ -261,3 +264,9 @@ class JournalStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the store."""
+        ...
