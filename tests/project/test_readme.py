@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +56,32 @@ def test_the_fax_life_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 2
     assert " delivered 1 pages " in lines[0]
     assert lines[1].endswith("failed: Failed: the line was busy")
+
+
+def test_the_batch_commands_run(tmp_path: Path) -> None:
+    """The README's 1,000-row batch, interrupted and resumed, as a reader pastes it (on a free
+    port): every fax delivered, and the simulator took exactly one SendFaxEx per row."""
+    blocks = re.findall(r"```sh\n(.*?)```", README, flags=re.S)
+    (block,) = [b for b in blocks if "faxws batch send faxes.csv" in b]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    count = (
+        'python3 -c "import json, urllib.request; print(json.load(urllib.request.urlopen('
+        f"'http://127.0.0.1:{port}/api/jobs?limit=1', timeout=30))['total'])\" > jobs.txt\n"
+    )
+    script = block.replace("8765", port).replace("kill $SERVER", count + "kill $SERVER")
+    assert script != block
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {k: v for k, v in env.items() if not k.startswith("FAXWS_")}
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "outcomes.csv", newline="") as outcomes:
+        rows = list(csv.DictReader(outcomes))
+    assert len(rows) == 1000
+    assert {row["state"] for row in rows} == {"delivered"}
+    assert len({row["reference_id"] for row in rows}) == 1000
+    assert (tmp_path / "jobs.txt").read_text().strip() == "1000"
