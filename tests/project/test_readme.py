@@ -85,3 +85,9 @@ def test_the_batch_commands_run(tmp_path: Path) -> None:
     assert {row["state"] for row in rows} == {"delivered"}
     assert len({row["reference_id"] for row in rows}) == 1000
     assert (tmp_path / "jobs.txt").read_text().strip() == "1000"
+
+
+def test_the_batch_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = [b for b in python_blocks() if "Batch(journal, client" in b]
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+    assert capsys.readouterr().out == "20 delivered\n"
