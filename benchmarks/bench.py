@@ -15,6 +15,9 @@ is the median of the per-round ratios, with their minimum and maximum beside it.
 Servers run in a separate process (a sink that reads each request and answers a fixed valid
 response), so the client's CPU time and memory are measured alone. Memory figures come from
 child processes: the peak RSS (VmHWM, reset just before the call) minus the RSS just before.
+The send journal's figures (journal_bench.py) compare faxes sent through the journal with the
+same faxes sent by a bare ``send_fax`` loop, on SQLite and on a PostgreSQL server started from
+the machine's binaries.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import async_bench  # benchmarks/: the async client's figures
+import journal_bench  # benchmarks/: the send journal's cost, processes and tracking
 import recipients_bench  # benchmarks/: the cost per recipient
 import simulator_bench  # benchmarks/: the simulator's throughput and lookups
 import threads_bench  # benchmarks/: thread scaling
@@ -707,6 +711,7 @@ def all_rows(figures: dict[str, Any]) -> list[Row]:
     rows += [Row(**r) for r in recipients_bench.rows(figures["recipients"])]
     rows += [Row(**r) for r in threads_bench.rows(figures["threads"])]
     rows += [Row(**r) for r in simulator_bench.rows(figures["simulator"])]
+    rows += [Row(**r) for r in journal_bench.rows(figures["journal"])]
     return rows
 
 
@@ -746,6 +751,7 @@ def main() -> int:
     recipients = recipients_bench.measure(smoke=args.smoke)
     threads_figures = threads_bench.measure(None, args.smoke)
     simulator = simulator_bench.measure(smoke=args.smoke)
+    journal = journal_bench.measure(smoke=args.smoke)
     boot = startup(boot_rounds)
     build = construction(rounds)
     checked = many_issues(issues, rounds)
@@ -762,6 +768,7 @@ def main() -> int:
         "recipients": recipients,
         "threads": threads_figures,
         "simulator": simulator,
+        "journal": journal,
     }
     rows = all_rows(figures)
     print(

@@ -116,14 +116,14 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
         [sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--smoke", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=900,  # a hang guard only: about 15 s on a quiet machine, a minute when busy
+        timeout=900,  # a hang guard only: about a minute on a quiet machine, a few when busy
         check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "| figure" in done.stdout
     figures = json.loads(out.read_text())
     rows = figures["rows"]
-    assert len(rows) == 27
+    assert len(rows) == 30
     check_rows(rows, done.stdout)
     # zeep is the peer wherever it applies; the floor is the baseline everywhere else.
     peers = [row["figure"] for row in rows if row.get("peer", "").startswith(("zeep", "import"))]
@@ -134,6 +134,7 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     assert sum("thread scaling" in row["figure"] for row in rows) == 2
     assert sum(row["figure"].startswith("simulator: ") for row in rows) == 3
     assert sum(row["baseline"].startswith("python -c pass") for row in rows) == 3
+    assert sum(row["figure"].startswith("journal: ") for row in rows) == 3
 
     # At least three rounds of every figure: min, median and max.
     rounds = figures["rounds"]
@@ -160,7 +161,16 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
             for way, v in figures["simulator"]["throughput"]["cpu"].items()
         },
         **{f"simulator lookup {n}": v for n, v in figures["simulator"]["lookup"]["times"].items()},
+        **{f"journal cost {way}": figures["journal"]["cost"][way] for way in ("journal", "bare")},
+        **{
+            f"journal tracking {name}": figures["journal"]["tracking"][name]
+            for name in ("calls", "lookups", "asks", "seconds")
+        },
     }
+    many = figures["journal"]["processes"]
+    if many is not None:  # None where PostgreSQL's server binaries are missing
+        names = ("journal", "bare", "journal_cpu", "bare_cpu", "journal_sent", "add")
+        per_round.update({f"journal processes {name}": many[name] for name in names})
     assert {name: len(values) for name, values in per_round.items()} == dict.fromkeys(
         per_round, rounds
     )
@@ -169,6 +179,10 @@ def test_bench_smoke_runs_and_prints_every_figure(tmp_path: Path) -> None:
     )
     assert figures["many_issues"]["issues"] == 250
     assert figures["token_throughput"]["token_fetches"] >= 1
+    # every fax tracked was polled the same number of rounds: the figure's denominator
+    journal = figures["journal"]
+    tracked = journal["tracking"]["m"] * journal["final_after"]
+    assert journal["tracking"]["asks"] == [tracked] * rounds
     for large in (figures["large"], figures["async"]["large"]):
         assert large["size"] == 256 * 1024
         sends = [sent for way, sent_list in large.items() if way != "size" for sent in sent_list]
@@ -256,6 +270,25 @@ def synthetic_figures(figure: Figure) -> dict[str, Any]:
                 "rounds": ROUNDS,
             },
         },
+        "journal": {
+            "rounds": ROUNDS,
+            "document": 100 * 1024,
+            "final_after": 3,
+            "cost": {"journal": t("ours"), "bare": t("floor"), "n": 500, "filesystem": "ext4"},
+            "processes": {
+                "n": 2400,
+                "processes": 8,
+                **dict.fromkeys(("journal", "journal_cpu", "journal_sent", "add"), t("ours")),
+                **dict.fromkeys(("bare", "bare_cpu"), t("floor")),
+            },
+            "tracking": {
+                "m": 1000,
+                "calls": c("ours"),
+                "lookups": c("ours"),
+                "asks": c("floor"),
+                "seconds": t("ours"),
+            },
+        },
     }
 
 
@@ -305,6 +338,85 @@ def test_bench_table_holds_for_any_timing(
     import bench
 
     rows = bench.all_rows(synthetic_figures(figure))
-    assert len(rows) == 27
+    assert len(rows) == 30
     written = json.loads(json.dumps([asdict(row) for row in rows]))
     check_rows(written, bench.table(rows))
+
+
+def test_bench_table_without_postgres_says_the_figure_was_not_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where PostgreSQL's server binaries are missing (and not required), the processes
+    figure is a row saying so, its target not met, and every other row is there."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench
+
+    figures = synthetic_figures(_by_role(1.0, 2.0, 1.0, 2.0))
+    figures["journal"]["processes"] = None
+    rows = bench.all_rows(figures)
+    assert len(rows) == 30
+    missing = [row for row in rows if "PostgreSQL" in row.figure]
+    assert len(missing) == 1
+    assert missing[0].value.startswith("not measured")
+    assert not missing[0].met
+    check_rows(json.loads(json.dumps([asdict(row) for row in rows])), bench.table(rows))
+
+
+def _send(counts: Any, reference: str) -> str:
+    """A SendFaxEx's answer from the sink's counts (the ReferenceId is in the body's tail)."""
+    tail = f"</FileData></item></FaxJobFiles><JobDetails><ReferenceId>{reference}</ReferenceId>"
+    answer = counts.answer(b"<soap:Body><SendFaxEx", tail.encode()).decode()
+    return str(answer.partition("<JobId>")[2].partition("</JobId>")[0])
+
+
+def _status(counts: Any, *job_ids: str) -> str:
+    items = "".join(f"<item><JobId>{job_id}</JobId></item>" for job_id in job_ids)
+    body = f"<GetRealTimeFaxStatusEx2><FaxJobIds>{items}".encode()
+    return str(counts.answer(body, body).decode())
+
+
+def test_journal_sink_counts_what_the_figures_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each send gets its own job id; a job is in progress until its FINAL_AFTER-th ask,
+    then delivered under its send's ReferenceId; status calls and the job ids they asked are
+    counted, and so is a ReferenceId sent a second time (the benchmark fails on it)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import journal_bench
+
+    counts = journal_bench._Counts(2)
+    first, second = _send(counts, "ref-a"), _send(counts, "ref-b")
+    assert first != second
+    assert counts.resent == 0
+    asked = [_status(counts, first, second, "nope") for _ in range(2)]
+    assert asked[0].count("<FaxJobStatusId>3<") == 2
+    assert "Invalid Job ID" in asked[0]
+    assert asked[1].count("<FaxJobStatusId>1<") == 2
+    assert "<ReferenceId>ref-b<" in asked[1]
+    assert (counts.status_calls, counts.job_asks) == (2, 6)
+    _send(counts, "ref-a")
+    assert (counts.sends, counts.resent) == (3, 1)
+
+
+def test_journal_sink_is_read_by_the_client_as_the_service(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sink in its own process, as the benchmark runs it, through FaxClient: SendFaxEx
+    answers with a job id and a TTFP, the job's status follows its asks, the look-up by
+    ReferenceId finds it (and not another), and ``GET /counts`` counts the calls."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import journal_bench
+
+    from faxws import FaxClient, FaxFile, JobOptions, JobStatus
+
+    with journal_bench._sink(2) as url, FaxClient(url, user_id="u", pin="1", timeout=30) as c:
+        options = JobOptions(reference_id="r1")
+        sent = c.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4", 101)], options=options)
+        assert (len(sent.job_ids), sent.ttfp) == (1, 1)
+        first, second = (c.get_real_time_fax_status(list(sent.job_ids))[0] for _ in range(2))
+        assert (first.status, second.status) == (JobStatus.IN_PROGRESS, JobStatus.SUCCEEDED)
+        assert second.reference_id == "r1"
+        found = c.get_status_by_reference("r1")
+        assert (found.found, found.status) == (True, JobStatus.SUCCEEDED)
+        assert not c.get_status_by_reference("r2").found
+        counts = journal_bench.sink_counts(url)
+    del counts["last_send"]
+    assert counts == {"sends": 1, "status_calls": 2, "job_asks": 2, "lookups": 2, "resent": 0}
