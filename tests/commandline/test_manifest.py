@@ -60,6 +60,8 @@ BAD_CSV = {
         "'k1' is also the key of line 2",
     ),
     "resend key": ("key,to,file\nk/resend-1,+1 555 0100,a.pdf\n", 2, "key", "/resend-<n>"),
+    "key with a space": ('key,to,file\n"inv-1 ",+1 555 0100,a.pdf\n', 2, "key", "spaces"),
+    "key not NFC": ("key,to,file\ncafe\u0301,+1 555 0100,a.pdf\n", 2, "key", "composed form"),
     "bad number": ("key,to,file\nk1,call me,a.pdf\n", 2, "to", "'call me' has no digits"),
     "missing number": ("key,to,file\nk1,,a.pdf\n", 2, "to", "is missing or empty"),
     "missing file": ("key,to,file\nk1,+1 555 0100,gone.pdf\n", 2, "file", "not found: "),

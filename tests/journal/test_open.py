@@ -113,3 +113,33 @@ def test_without_psycopg_a_connection_string_is_a_clear_error(
     assert target.strip() not in message
     assert "faxws.journal._postgres" not in sys.modules  # nothing tried to connect
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "scheme"),
+    [
+        ("postgresql+psycopg://u:SECRETPW@db.example/faxws", "postgresql+psycopg"),
+        ("postgresq://u:SECRETPW@db.example/faxws", "postgresq"),
+        ("mysql://u:SECRETPW@db.example/faxws", "mysql"),
+    ],
+)
+def test_another_url_is_refused_naming_only_its_scheme(
+    target: str, scheme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(JournalError) as caught:
+        open_journal(target)
+    assert f"not a {scheme}:// URL" in str(caught.value)
+    assert "SECRETPW" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_libpq_keywords_without_host_or_dbname_are_postgres() -> None:
+    assert is_postgres("user=u password=SECRETPW")
+
+
+def test_a_file_in_a_missing_folder_says_so(tmp_path: Path) -> None:
+    with pytest.raises(JournalError) as caught:
+        open_journal(tmp_path / "missing" / "batch.db")
+    assert "does not exist" in str(caught.value)
+    assert "read-only" not in str(caught.value)

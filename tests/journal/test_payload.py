@@ -209,3 +209,22 @@ def test_a_payload_of_another_form_is_bad_input(text: str, field: str) -> None:
     with pytest.raises(BadInputError) as caught:
         FaxSpec.from_payload(text)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("inv-1 ", "spaces before or after"),
+        (" inv-1", "spaces before or after"),
+        ("cafe\u0301", "composed form"),
+        ("", "empty"),
+    ],
+)
+def test_keys_that_look_alike_are_refused(key: str, problem: str) -> None:
+    from faxws.journal._payload import check_key
+
+    with pytest.raises(BadInputError) as caught:
+        check_key(key)
+    assert caught.value.field == "key"
+    assert problem in str(caught.value)
+    assert check_key("caf\u00e9 inv-1") == "caf\u00e9 inv-1"

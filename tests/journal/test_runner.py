@@ -39,7 +39,7 @@ from runner_support import (
 )
 
 from faxws import FaxClient, FaxWSError, Notify
-from faxws.errors import AuthenticationError, ConnectError
+from faxws.errors import AuthenticationError, ConnectError, HTTPStatusError
 from faxws.journal import Batch, FaxSpec, FileSpec, JournalStore, ResendPolicy, State, Stop
 from faxws.journal._runner import LOOKUPS, _Tracker
 from faxws.status import RealTimeFaxStatus
@@ -288,6 +288,69 @@ def test_a_refused_connection_sends_the_row_later_after_a_back_off(
     sends = [at for op, at in spy.posts if op == "SendFaxEx"]
     assert sends[1] - sends[0] >= timedelta(seconds=1)
     assert sends[2] - sends[1] >= timedelta(seconds=2)
+    client.close()
+
+
+def test_a_service_never_reached_ends_the_run_with_the_rows_pending(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """Every send refused before a byte was written, for longer than unreachable_after: the
+    run ends with the last such error, nothing failed, nothing sent (not a run forever)."""
+    client, spy = spied_client(sim, fake, retries=0)
+
+    def refuse(operation: str, request: Request) -> None:
+        if operation == "SendFaxEx":
+            raise ConnectError("connection refused", request_id=request.request_id)
+
+    spy.hook = refuse
+    batch = batch_for(store, client, fake, unreachable_after=120)
+    add(batch, pdf, 3)
+    with pytest.raises(ConnectError):
+        batch.run(workers=2)
+    assert states(batch) == {State.PENDING: 3}
+    sends = [at for op, at in spy.posts if op == "SendFaxEx"]
+    assert sends[-1] - sends[0] >= timedelta(seconds=120)
+    assert calls(sim, "SendFaxEx") == 0
+    client.close()
+
+
+@pytest.mark.parametrize("status", [404, 405, 400])
+def test_an_http_refusal_without_a_soap_answer_ends_the_run_with_nothing_failed(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path, status: int
+) -> None:
+    """A wrong endpoint (404) or another HTTP refusal is about the service, not a fax: the
+    row waits for the next run instead of being failed for ever."""
+    sim.inject(Fault.http_status(status), operation="SendFaxEx")
+    client = client_for(sim, retries=0)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 3)
+    with pytest.raises(HTTPStatusError):
+        batch.run(workers=1)
+    assert states(batch) == {State.PENDING: 3}
+    client.close()
+
+
+def test_an_answer_after_the_row_was_settled_by_its_reference_ends_nothing(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """The lease ran out during the send, another worker found the job by its ReferenceId
+    and settled the row; the late answer is one send, not a worker's crash."""
+    client, spy = spied_client(sim, fake)
+    batch = batch_for(store, client, fake)
+
+    def settle_meanwhile(operation: str, request: Request, response: Response) -> Response:
+        if operation == "SendFaxEx":
+            (row,) = store.rows_in(State.SENDING)
+            fake.advance(batch.lease_seconds + 1)
+            store.recover()
+            store.resolve_uncertain(row.key, [], fake())
+        return response
+
+    spy.after = settle_meanwhile
+    batch.add("late", spec(pdf))
+    summary = batch.run()
+    assert summary.counts[State.DELIVERED] == 1
+    assert calls(sim, "SendFaxEx") == 1
     client.close()
 
 

@@ -281,9 +281,9 @@ def _entry(
     now: datetime | None,
 ) -> Entry | None:
     """The row's entry, or None with its problems added."""
-    from faxws._protocol.checks import check_text
     from faxws.errors import BadInputError
     from faxws.jobs import JobOptions, job_details
+    from faxws.journal._payload import check_key
     from faxws.models import Recipient
 
     found: list[Problem] = []
@@ -299,7 +299,7 @@ def _entry(
         bad("key", "is missing or empty: every row needs its own key")
     else:
         try:
-            check_text("key", key)
+            check_key(key)
         except BadInputError as exc:
             bad("key", exc.problem)
         else:

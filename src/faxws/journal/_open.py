@@ -12,8 +12,13 @@ from faxws.journal._sqlite import SqliteJournal
 from faxws.journal._store import JournalError, JournalStore
 
 _URL = re.compile(r"postgres(?:ql)?://", re.IGNORECASE)
-#: libpq's "key=value" form names a database or a host (spaces may surround the "=").
-_KEYWORDS = re.compile(r"(?:\A|\s)(?:dbname|host)\s*=")
+#: Any URL: one that is not PostgreSQL's is refused, never taken for a file name.
+_ANY_URL = re.compile(r"([a-z][a-z0-9+.-]*)://", re.IGNORECASE)
+#: libpq's "key=value" form (spaces may surround the "="), by the keywords that say where the
+#: database is or who connects.
+_KEYWORDS = re.compile(
+    r"(?:\A|\s)(?:dbname|host|hostaddr|port|user|password|passfile|service|sslmode)\s*="
+)
 
 
 def is_postgres(target: str | os.PathLike[str]) -> bool:
@@ -31,6 +36,12 @@ def open_journal(target: str | os.PathLike[str], **kwargs: Any) -> JournalStore:
     as SQLite's ``busy_timeout``). The connection string never appears in an error of this
     function: it may hold a password."""
     if not is_postgres(target):
+        other = _ANY_URL.match(target.lstrip()) if isinstance(target, str) else None
+        if other is not None:
+            # Only the scheme is named: the rest may hold a password.
+            raise JournalError(
+                f"a journal is an SQLite file or a postgresql:// URL, not a {other[1]}:// URL"
+            )
         return SqliteJournal(target, **kwargs)
     try:
         importlib.import_module("psycopg")

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +23,7 @@ from faxws.errors import BadInputError
 from faxws.jobs import JobOptions
 from faxws.models import EXTENSION_TYPES, FaxFile, Recipient
 
-__all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec"]
+__all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec", "check_key"]
 
 #: The ``v`` of the payload's JSON: a later layout gets a new number, and a worker of this
 #: faxws refuses (to review) a row it cannot read instead of guessing.
@@ -35,6 +36,18 @@ _OPTION_FIELDS = tuple(
 )
 _TIMES = ("start_at", "expires_at")
 _CHUNK = 1 << 20
+
+
+def check_key(key: object) -> str:
+    """A row's key as given, refused (BadInputError naming ``key``) when empty, with spaces
+    around it, or not in Unicode's composed form (NFC): keys that look alike to a person
+    must not be two rows, each sent once."""
+    text = check_text("key", key, required=True)
+    if text != text.strip():
+        raise BadInputError("key", "has spaces before or after it")
+    if unicodedata.normalize("NFC", text) != text:
+        raise BadInputError("key", "is not in Unicode's composed form (NFC)")
+    return text
 
 
 @dataclass(frozen=True, init=False)

@@ -43,7 +43,7 @@ from faxws.errors import (
     TransportError,
 )
 from faxws.jobs import Notify
-from faxws.journal._payload import FaxSpec
+from faxws.journal._payload import FaxSpec, check_key
 from faxws.journal._store import (
     RESEND_SUFFIX,
     IllegalTransitionError,
@@ -84,6 +84,7 @@ POLL_WHILE_SENDING = 1.0
 #: on_progress at most this often (seconds of real time).
 PROGRESS_EVERY = 0.1
 DEFAULT_GIVE_UP = 3 * 86400.0
+DEFAULT_UNREACHABLE = 600.0
 
 _SENDING = frozenset({State.PENDING, State.CLAIMED, State.SENDING, State.UNCERTAIN})
 _TRACKING = _SENDING | {State.SUBMITTED}
@@ -248,6 +249,9 @@ class Batch:
         lease_seconds: how long a worker's claim lasts without a heartbeat.
         give_up_after: seconds a row may stay submitted (or uncertain) without an outcome
             before it goes to review.
+        unreachable_after: seconds every send may fail without reaching the service (refused
+            connections, 429) before the run ends with the last such error; the rows stay
+            pending, for the next run.
         clock, sleep: the time seams (the store's clock; ``sleep(seconds)``): by default the
             real time and a sleep that a stop cuts short.
     """
@@ -264,6 +268,7 @@ class Batch:
         resend: ResendPolicy | None = None,
         lease_seconds: float = 60.0,
         give_up_after: float = DEFAULT_GIVE_UP,
+        unreachable_after: float = DEFAULT_UNREACHABLE,
         clock: Callable[[], datetime] | None = None,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
@@ -284,6 +289,7 @@ class Batch:
         self.resend = resend
         self.lease_seconds = _seconds("lease_seconds", lease_seconds)
         self.give_up_after = _seconds("give_up_after", give_up_after)
+        self.unreachable_after = _seconds("unreachable_after", unreachable_after)
         for name, seam in (("clock", clock), ("sleep", sleep)):
             if seam is not None and not callable(seam):
                 raise BadInputError(name, "must be callable")
@@ -305,7 +311,7 @@ class Batch:
         """Add a pending row sending ``spec`` under ``key`` (reads its documents for the
         digest). The same key with the same spec and documents again returns the row as it
         is; with anything else, :class:`~faxws.journal.KeyReusedError`."""
-        check_text("key", key, required=True)
+        check_key(key)
         if not isinstance(spec, FaxSpec):
             raise BadInputError("spec", f"must be a FaxSpec, not {type(spec).__name__}")
         row = self.store.add(key, spec.digest(), spec.payload())
@@ -467,6 +473,9 @@ class _Run:
         self.failure = _Failure()
         self.tracker = _Tracker(batch, self)
         self._held: dict[str, bool] = {}  # key -> holds a send slot
+        #: When the sends of this run began to fail without reaching the service (None: the
+        #: last one reached it).
+        self.unreachable_since: datetime | None = None
         self._wakes: list[datetime] = []  # a heap
         self._lock = threading.Lock()
         self._track_lock = threading.Lock()
@@ -748,6 +757,7 @@ class _Worker:
                 _outcome_on(span, "uncertain", type(exc).__name__)
                 return
             self.backoff = 0.0
+            self.run.unreachable_since = None
             self.submitted(row, result)
             _outcome_on(span, "submitted", None)
 
@@ -755,17 +765,29 @@ class _Worker:
         """Record a send that raised ``exc``; what the row became."""
         text = self.text(exc)
         if exc.maybe_delivered:
+            self.run.unreachable_since = None
             self.uncertain(row, text)
             return "uncertain"
         if isinstance(exc, TransportError) or (
             isinstance(exc, HTTPStatusError) and exc.status_code == 429
         ):
             # Nothing reached the service (or it asked to be called later): the row may go
-            # again, after a pause of this worker.
+            # again, after a pause of this worker; the run ends if none has gone for long.
             self.release(row, text)
             self.backoff = min(max(self.backoff * 2, FIRST_BACKOFF), MAX_INTERVAL)
             self.released = True
+            now = self.run.now()
+            since = self.run.unreachable_since
+            if since is None:
+                self.run.unreachable_since = now
+            elif (now - since).total_seconds() >= self.batch.unreachable_after:
+                raise exc
             return "released"
+        if isinstance(exc, HTTPStatusError):
+            # An HTTP refusal without a SOAP answer (404, 405, 400...) is about the endpoint
+            # or the account, not this fax: the row waits for a run that can reach it.
+            self.release(row, text)
+            raise exc
         with contextlib.suppress(LeaseLostError, IllegalTransitionError):
             self.store.mark_failed(row.key, self.run.owner, text)
         return "failed"
@@ -785,8 +807,17 @@ class _Worker:
             # The lease ran out during the send and the row was made uncertain: the answer
             # settles it.
             current = self.store.get(row.key)
-            if current is None or current.state is not State.UNCERTAIN:
+            if current is None:
                 raise
+            if current.state is not State.UNCERTAIN:
+                # Another worker already settled it by its ReferenceId (the send is one, its
+                # fax tracked by that reference): nothing to undo, nothing to send.
+                logger.info(
+                    "journal row %s was settled (%s) before its send's answer came",
+                    row.reference_id,
+                    current.state.value,
+                )
+                return
             self.store.resolve_uncertain(row.key, result.job_ids, check_at)
         run.wake_at(check_at)
 

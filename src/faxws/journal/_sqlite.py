@@ -235,6 +235,8 @@ class SqliteJournal:
     def _read_only(self) -> str:
         """A hint when the file, or the folder its WAL files go in, cannot be written."""
         folder = os.path.dirname(os.path.abspath(self._path))
+        if not os.path.isdir(folder):
+            return f" (the folder {folder} does not exist)"
         if not os.access(folder, os.W_OK) or (
             os.path.exists(self._path) and not os.access(self._path, os.W_OK)
         ):
