@@ -41,7 +41,7 @@ def test_the_file_is_reopened_and_its_settings_hold(tmp_path: Path, clock: Clock
     path = tmp_path / "j.db"
     with SqliteJournal(path, clock=clock, busy_timeout=7.5) as first:
         first.add("k", SHA)
-        assert first._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        assert first._db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
         assert first._db.execute("PRAGMA busy_timeout").fetchone() == (7500,)
     with SqliteJournal(path, clock=clock) as second:
         assert second.get("k") is not None
@@ -69,9 +69,12 @@ def test_a_move_is_one_transaction_of_few_statements(tmp_path: Path, clock: Cloc
         store.mark_submitted("k", "w1", ["J1"])
         store._db.set_trace_callback(None)
     words = [statement.split()[0] for statement in statements]
-    assert words[:4] == ["BEGIN", "UPDATE", "SELECT", "COMMIT"]
-    assert words[4:] == ["BEGIN", "UPDATE", "SELECT", "INSERT", "COMMIT"]
-    assert statements[0] == "BEGIN IMMEDIATE"
+    # The move to sending alone commits with synchronous=FULL: synced before the send.
+    assert statements[0] == "PRAGMA synchronous = FULL"
+    assert words[1:5] == ["BEGIN", "UPDATE", "SELECT", "COMMIT"]
+    assert statements[5] == "PRAGMA synchronous = NORMAL"
+    assert words[6:] == ["BEGIN", "UPDATE", "SELECT", "INSERT", "COMMIT"]
+    assert statements[1] == "BEGIN IMMEDIATE"
 
 
 #: The first schema, as the first release wrote it.
