@@ -34,6 +34,7 @@ from faxws._protocol.redact import redact
 from faxws.errors import BadInputError
 from faxws.journal._store import (
     RESEND_SUFFIX,
+    REVIEW_SOURCES,
     TRANSITIONS,
     Clock,
     IllegalTransitionError,
@@ -43,6 +44,7 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    final_sources,
 )
 
 __all__ = ["SCHEMA_VERSION", "PostgresJournal"]
@@ -739,16 +741,10 @@ class PostgresJournal:
         )
 
     def mark_needs_review(self, key: str, reason: str) -> Row:
-        sources = (State.CLAIMED, State.UNCERTAIN, State.SUBMITTED)
-        return self._move(key, State.NEEDS_REVIEW, sources, reason=reason)
+        return self._move(key, State.NEEDS_REVIEW, REVIEW_SOURCES, reason=reason)
 
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
-        sources = [State.SUBMITTED]
-        if state is State.CANCELLED:
-            sources += [State.PENDING, State.CLAIMED]
-        elif state not in (State.DELIVERED, State.FAILED):
-            raise BadInputError("state", f"{state.value} is not a final state")
-        return self._move(key, state, sources, reason=reason)
+        return self._move(key, state, final_sources(state), reason=reason)
 
     # -- tracking -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from faxws._protocol.assumptions import new_reference_id
 from faxws.errors import BadInputError
 from faxws.journal._store import (
     RESEND_SUFFIX,
+    REVIEW_SOURCES,
     TRANSITIONS,
     Clock,
     IllegalTransitionError,
@@ -35,6 +36,7 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    final_sources,
 )
 
 SCHEMA_VERSION = 2
@@ -530,16 +532,10 @@ class SqliteJournal:
         return self._submitted(key, (State.UNCERTAIN,), None, job_ids, check_at)
 
     def mark_needs_review(self, key: str, reason: str) -> Row:
-        sources = (State.CLAIMED, State.UNCERTAIN, State.SUBMITTED)
-        return self._move(key, State.NEEDS_REVIEW, sources, reason=reason)
+        return self._move(key, State.NEEDS_REVIEW, REVIEW_SOURCES, reason=reason)
 
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
-        sources = [State.SUBMITTED]
-        if state is State.CANCELLED:
-            sources += [State.PENDING, State.CLAIMED]
-        elif state not in (State.DELIVERED, State.FAILED):
-            raise BadInputError("state", f"{state.value} is not a final state")
-        return self._move(key, state, sources, reason=reason)
+        return self._move(key, state, final_sources(state), reason=reason)
 
     # -- tracking -----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from faxws.errors import FaxWSError
+from faxws.errors import BadInputError, FaxWSError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -53,6 +53,20 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.CANCELLED: frozenset(),
     State.NEEDS_REVIEW: frozenset(),
 }
+
+#: The states :meth:`JournalStore.mark_needs_review` moves a row from.
+REVIEW_SOURCES = (State.CLAIMED, State.UNCERTAIN, State.SUBMITTED)
+
+
+def final_sources(state: State) -> tuple[State, ...]:
+    """The states :meth:`JournalStore.mark_final` moves a row to ``state`` from (a
+    BadInputError for a state that is not final)."""
+    if state is State.CANCELLED:
+        return (State.SUBMITTED, State.PENDING, State.CLAIMED)
+    if state not in (State.DELIVERED, State.FAILED):
+        raise BadInputError("state", f"{state.value} is not a final state")
+    return (State.SUBMITTED,)
+
 
 #: The key of a row's n-th resend is its first row's key with this suffix and n; a key a
 #: caller adds may not end so.
