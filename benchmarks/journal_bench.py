@@ -8,11 +8,13 @@ each request and answers as the service does, a SendFaxEx answer with a new job 
 of one second; a status call (GetRealTimeFaxStatusEx2) answers each job in progress until it
 was asked :data:`FINAL_AFTER` times (twice in smoke sizes), then delivered; a look-up by
 ReferenceId (SimpleGetFaxStatus) finds the job. The sink counts what it answered (a plain
-``GET /counts``): the tracking figure counts calls where they arrive, and the benchmark fails
-if any ReferenceId was sent twice. The journal runs as users run it: ``Batch`` over a store
-from ``open_journal``, its defaults kept, on stores that keep their durability: SQLite in a temporary folder (``synchronous=FULL``; the row names the folder's file
-system), and PostgreSQL started from the machine's binaries as the journal's tests start it
-(tests/journal/postgres_server.py) but with ``fsync`` and ``full_page_writes`` on again.
+``GET /counts``): the tracking figure counts calls where they arrive, and the benchmark fails if
+any ReferenceId was sent twice. The journal runs as users run it: ``Batch`` over a store from
+``open_journal``, its defaults kept, on stores that keep their durability: SQLite in a temporary
+folder (the move to sending synced with ``synchronous=FULL``, as the store does; the row names
+the folder's file system), and PostgreSQL started from the machine's binaries as the journal's
+tests start it (tests/journal/postgres_server.py) but with ``fsync`` and ``full_page_writes`` on
+again.
 
 1. Cost per fax (SQLite): N rows added (each a FaxSpec, its document read for the digest) and
    sent by ``Batch.run(workers=1, wait=False)`` on a fresh journal file, against a loop of the
