@@ -33,7 +33,6 @@ from faxws._protocol.assumptions import new_reference_id
 from faxws._protocol.redact import redact
 from faxws.errors import BadInputError
 from faxws.journal._store import (
-    RESEND_SUFFIX,
     REVIEW_SOURCES,
     TRANSITIONS,
     Clock,
@@ -44,7 +43,9 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    check_added,
     final_sources,
+    resend_key,
 )
 
 __all__ = ["SCHEMA_VERSION", "PostgresJournal"]
@@ -53,8 +54,6 @@ SCHEMA_VERSION = 1
 #: The key of the advisory lock that makes concurrent first opens create the tables once.
 _SETUP_LOCK = 0x6661_7877_735F_6A31  # "faxws_j1"
 _VERSION_NAME = "faxws.schema_version"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 _TRACKED = (State.SUBMITTED, State.UNCERTAIN)
 _KEEPALIVES = {
     "keepalives": 1,
@@ -572,12 +571,7 @@ class PostgresJournal:
     def add(
         self, key: str, payload_sha256: str, payload: str = "", *, resend_of: str | None = None
     ) -> Row:
-        if not _SHA256.fullmatch(payload_sha256):
-            raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
-        if resend_of is None and _RESEND_KEY.search(key):
-            raise BadInputError(
-                "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
-            )
+        check_added(key, payload_sha256, resend_of)
         now = self._now()
 
         def work(cursor: Cursor) -> Row:
@@ -631,11 +625,7 @@ class PostgresJournal:
                     return _row(again)
                 if failed.state is not State.FAILED:
                     raise IllegalTransitionError(key, failed.state, State.PENDING)
-                first, number = key, 1
-                resend = _RESEND_KEY.search(key)
-                if failed.resend_of is not None and resend is not None:
-                    first, number = key[: resend.start()], int(resend.group(1)) + 1
-                new_key = f"{first}{RESEND_SUFFIX}{number}"
+                new_key = resend_key(failed)
                 row = self._insert(cursor, new_key, failed.payload_sha256, failed.payload, key, now)
                 if row.resend_of != key:
                     raise JournalError(f"journal key {new_key!r} is taken by another row")

@@ -20,7 +20,6 @@ import heapq
 import json
 import math
 import os
-import re
 import socket
 import threading
 import time
@@ -45,13 +44,13 @@ from faxws.errors import (
 from faxws.jobs import Notify
 from faxws.journal._payload import FaxSpec, check_key
 from faxws.journal._store import (
-    RESEND_SUFFIX,
     IllegalTransitionError,
     JournalError,
     JournalStore,
     LeaseLostError,
     Row,
     State,
+    resend_number,
 )
 from faxws.models import FaxFile, SendFaxResult
 from faxws.notifications import DeliveryNotification
@@ -88,7 +87,6 @@ DEFAULT_UNREACHABLE = 600.0
 
 _SENDING = frozenset({State.PENDING, State.CLAIMED, State.SENDING, State.UNCERTAIN})
 _TRACKING = _SENDING | {State.SUBMITTED}
-_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 #: Status descriptions of jobs that ended without a telephone failure (never sent again).
 _NOT_TELEPHONE = frozenset({vendor.CANCELLED_DESCRIPTION, vendor.EXPIRED_DESCRIPTION})
 
@@ -227,12 +225,6 @@ def _plain_reference(text: str) -> str:
     text = text.strip().casefold()
     prefix = vendor.REFERENCE_PREFIX.casefold()
     return text[len(prefix) :] if text.startswith(prefix) else text
-
-
-def _resends(row: Row) -> int:
-    """How many times the first row of ``row``'s chain was sent again up to ``row``."""
-    found = _RESEND_KEY.search(row.key)
-    return int(found.group(1)) if row.resend_of is not None and found else 0
 
 
 class Batch:
@@ -1084,7 +1076,7 @@ class _Tracker:
             )
 
     def resend_if_allowed(self, row: Row, telephone: bool) -> None:
-        if telephone and _resends(row) < self.batch.resend.max_resends:
+        if telephone and resend_number(row) < self.batch.resend.max_resends:
             with contextlib.suppress(JournalError):
                 self.store.add_resend(row.key)
                 if self.run is not None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -25,7 +24,6 @@ from typing import Any
 from faxws._protocol.assumptions import new_reference_id
 from faxws.errors import BadInputError
 from faxws.journal._store import (
-    RESEND_SUFFIX,
     REVIEW_SOURCES,
     TRANSITIONS,
     Clock,
@@ -36,12 +34,12 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    check_added,
     final_sources,
+    resend_key,
 )
 
 SCHEMA_VERSION = 2
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 _COLUMNS = (
     "key, payload_sha256, reference_id, state, attempt, job_ids, lease_owner,"
     " lease_expires_at, reason, created_at, updated_at, payload, resend_of, next_check_at,"
@@ -339,12 +337,7 @@ class SqliteJournal:
     def add(
         self, key: str, payload_sha256: str, payload: str = "", *, resend_of: str | None = None
     ) -> Row:
-        if not _SHA256.fullmatch(payload_sha256):
-            raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
-        if resend_of is None and _RESEND_KEY.search(key):
-            raise BadInputError(
-                "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
-            )
+        check_added(key, payload_sha256, resend_of)
         with self._write():
             if resend_of is not None:
                 if self._select(resend_of) is None:
@@ -378,11 +371,7 @@ class SqliteJournal:
                 return _row(found)
             if failed.state is not State.FAILED:
                 raise IllegalTransitionError(key, failed.state, State.PENDING)
-            first, number = key, 1
-            resend = _RESEND_KEY.search(key)
-            if failed.resend_of is not None and resend is not None:
-                first, number = key[: resend.start()], int(resend.group(1)) + 1
-            new_key = f"{first}{RESEND_SUFFIX}{number}"
+            new_key = resend_key(failed)
             row = self._insert(new_key, failed.payload_sha256, failed.payload, key)
             if row.resend_of != key:
                 raise JournalError(f"journal key {new_key!r} is taken by another row")

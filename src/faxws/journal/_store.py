@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -71,6 +72,35 @@ def final_sources(state: State) -> tuple[State, ...]:
 #: The key of a row's n-th resend is its first row's key with this suffix and n; a key a
 #: caller adds may not end so.
 RESEND_SUFFIX = "/resend-"
+_RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_added(key: str, payload_sha256: str, resend_of: str | None) -> None:
+    """What every store's :meth:`JournalStore.add` refuses before it writes: a digest that is
+    not 64 lowercase hex digits, a key in the form of a resend's that is not one."""
+    if not _SHA256.fullmatch(payload_sha256):
+        raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
+    if resend_of is None and _RESEND_KEY.search(key):
+        raise BadInputError(
+            "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
+        )
+
+
+def resend_number(row: Row) -> int:
+    """How many times the first row of ``row``'s chain was sent again up to ``row`` (0 for a
+    first row)."""
+    found = _RESEND_KEY.search(row.key)
+    return int(found.group(1)) if row.resend_of is not None and found else 0
+
+
+def resend_key(failed: Row) -> str:
+    """The key of the row that sends ``failed`` again: its first row's key, the suffix, and
+    the next number of the chain."""
+    found = _RESEND_KEY.search(failed.key)
+    if failed.resend_of is None or found is None:
+        return f"{failed.key}{RESEND_SUFFIX}1"
+    return f"{failed.key[: found.start()]}{RESEND_SUFFIX}{int(found.group(1)) + 1}"
 
 
 @dataclass(frozen=True)
