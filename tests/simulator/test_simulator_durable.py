@@ -157,3 +157,39 @@ def test_a_smaller_max_jobs_prunes_at_start(tmp_path: Path) -> None:
         assert [job.id for job in sim.jobs] == ["3"]
     with FaxWSSimulator(db=db) as sim:
         assert [job.id for job in sim.jobs] == ["3"]
+
+
+def test_a_database_in_a_missing_folder_is_refused_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing" / "deeper"
+    with pytest.raises(BadInputError) as info:
+        FaxWSSimulator(db=missing / "inbox.sqlite").start()
+    assert str(info.value) == (
+        f"db: {missing / 'inbox.sqlite'}: the folder {missing} does not exist (create it first)"
+    )
+    assert not (tmp_path / "missing").exists()  # nothing made on the way
+    a_file = tmp_path / "a-file"
+    a_file.write_bytes(b"")
+    with pytest.raises(BadInputError) as info:
+        FaxWSSimulator(db=a_file / "inbox.sqlite").start()
+    assert str(info.value) == f"db: {a_file / 'inbox.sqlite'}: {a_file} is not a folder"
+
+
+def test_faxws_serve_says_which_folder_is_missing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "faxws", "serve", "--port", "0", "--db", "nope/inbox.sqlite"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2  # a usage error
+    assert "db: nope/inbox.sqlite: the folder nope does not exist (create it first)" in (
+        done.stderr
+    )
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []

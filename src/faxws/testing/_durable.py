@@ -53,7 +53,7 @@ class JobStore:
         """Raises OSError, sqlite3.Error, or InUseError when another simulator has it."""
         self.path = path.resolve()  # documents are found again from any working directory
         self.documents = self.path.with_name(self.path.name + ".files")
-        self.documents.mkdir(parents=True, exist_ok=True)
+        self.documents.mkdir(exist_ok=True)  # beside the database: its folder exists
         # One simulator per database: two would number jobs alike and overwrite each
         # other's documents. The lock ends with the process, however it ends.
         self._lock = open(self.documents / "lock", "a+b")  # noqa: SIM115 - held until close

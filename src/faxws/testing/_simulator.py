@@ -172,6 +172,17 @@ class FaxWSSimulator:
         if self._db is None:
             self._spool = Path(tempfile.mkdtemp(prefix="faxws-simulator-"))
         else:
+            # A mistyped folder is said as such, rather than made: the jobs would be kept
+            # where no one looks for them.
+            folder = self._db.parent
+            if not folder.is_dir():
+                server.server_close()
+                problem = (
+                    f"{folder} is not a folder"
+                    if folder.exists()
+                    else f"the folder {folder} does not exist (create it first)"
+                )
+                raise BadInputError("db", f"{self._db}: {problem}")
             try:
                 store = JobStore(self._db)
             except InUseError as exc:
