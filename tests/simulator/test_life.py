@@ -3,11 +3,26 @@ submission (default timing: queue 2 s, dial 5 s, 10 s a page, 3 attempts 5 minut
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faxws._protocol import assumptions as vendor
 from faxws.status import JobStatus
-from faxws.testing._life import OUTCOMES, TEST_NUMBERS, Plan, Timing, plan_for_number, state_at
+from faxws.testing._life import (
+    OUTCOMES,
+    TEST_NUMBERS,
+    Life,
+    Plan,
+    Timing,
+    next_change,
+    plan_for_number,
+    state_at,
+    steps,
+)
 
 T = Timing()
 
@@ -119,3 +134,89 @@ def test_every_outcome_ends_by_the_expiry_and_every_test_number_plans_one() -> N
     assert set(TEST_NUMBERS.values()) <= set(OUTCOMES)
     for outcome in OUTCOMES:
         assert state_at(Plan(outcome), 2, 10**9, timing=T).status is not JobStatus.IN_PROGRESS
+
+
+def _seen(life: Life) -> tuple[object, ...]:
+    """What a view shows of a life at one moment."""
+    return (life.status, life.description, life.recipient_state, life.pages_sent, life.attempts)
+
+
+lives = st.fixed_dictionaries(
+    {
+        "plan": st.builds(Plan, st.sampled_from(OUTCOMES), st.integers(0, 6)),
+        "pages": st.integers(1, 5),
+        "start_after": st.one_of(st.just(0.0), st.floats(0, 1000)),
+        "expires_after": st.one_of(st.none(), st.floats(0, 3000)),
+        "cancelled_after": st.one_of(st.none(), st.floats(0, 2000)),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(life=lives, elapsed=st.floats(0, 4000), fractions=st.lists(st.floats(0, 0.999), max_size=4))
+def test_nothing_shown_changes_before_the_next_change(
+    life: dict[str, object], elapsed: float, fractions: list[float]
+) -> None:
+    plan, pages = life["plan"], life["pages"]
+    times = {k: v for k, v in life.items() if k not in ("plan", "pages")}
+    now = state_at(plan, pages, elapsed, **times)  # type: ignore[arg-type]
+    due = next_change(plan, pages, elapsed, **times)  # type: ignore[arg-type]
+    if now.status.final:
+        assert due is None
+        return
+    assert due is not None
+    assert due > elapsed
+    for fraction in fractions:
+        moment = elapsed + (due - elapsed) * fraction
+        if moment >= due:  # rounded up to it: the smallest spans
+            continue
+        assert _seen(state_at(plan, pages, moment, **times)) == _seen(now)  # type: ignore[arg-type]
+
+
+_STATES = {
+    "queued": vendor.RECIPIENT_QUEUED,
+    "dialing": vendor.RECIPIENT_DIALING,
+    "sending": vendor.RECIPIENT_SENDING,
+    "ringing": vendor.RECIPIENT_SENDING,
+    "busy": vendor.RECIPIENT_RETRY_WAIT,
+    "no-answer": vendor.RECIPIENT_RETRY_WAIT,
+    "dropped": vendor.RECIPIENT_RETRY_WAIT,
+    "delivered": vendor.RECIPIENT_DELIVERED,
+    "failed": vendor.RECIPIENT_FAILED,
+    "cancelled": vendor.RECIPIENT_FAILED,
+    "expired": vendor.RECIPIENT_FAILED,
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(life=lives)
+def test_the_steps_tell_the_life_as_it_is_lived(life: dict[str, object]) -> None:
+    plan, pages = life["plan"], life["pages"]
+    times = {k: v for k, v in life.items() if k not in ("plan", "pages")}
+    told = steps(plan, pages, **times)  # type: ignore[arg-type]
+    assert [s.after for s in told] == sorted(s.after for s in told)
+    assert [s.final for s in told] == [False] * (len(told) - 1) + [True]
+    end = state_at(plan, pages, math.inf, **times)  # type: ignore[arg-type]
+    assert told[-1].after == end.ended_after
+    if told[-1].kind == "failed":
+        assert told[-1].text.endswith("; failed")
+    for step, following in itertools.pairwise(told):
+        if step.after < following.after:  # a state that lasts: the life is in it then
+            life_then = state_at(plan, pages, step.after, **times)  # type: ignore[arg-type]
+            assert life_then.recipient_state == _STATES[step.kind], step
+            assert life_then.attempts == step.attempt
+
+
+def test_the_steps_of_a_busy_line_then_delivered() -> None:
+    told = steps(plan_for_number("+1 500 555 0003"), 2)
+    assert [(s.after, s.kind, s.text) for s in told] == [
+        (0.0, "queued", "Queued"),
+        (2.0, "dialing", "Attempt 1: dialing"),
+        (7.0, "busy", "Attempt 1: the line was busy; next attempt in 300 s"),
+        (307.0, "dialing", "Attempt 2: dialing"),
+        (312.0, "sending", "Attempt 2: connected, sending 2 pages"),
+        (332.0, "delivered", "Delivered: 2 pages"),
+    ]
+    cancelled = steps(plan_for_number("+1 500 555 0003"), 2, cancelled_after=100)
+    assert [s.kind for s in cancelled] == ["queued", "dialing", "busy", "cancelled"]
+    assert (cancelled[-1].after, cancelled[-1].text) == (100, "Cancelled")

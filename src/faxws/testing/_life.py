@@ -8,6 +8,7 @@ job through the REST API; any other number is delivered on the first attempt.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -19,9 +20,12 @@ __all__ = [
     "TEST_NUMBERS",
     "Life",
     "Plan",
+    "Step",
     "Timing",
+    "next_change",
     "plan_for_number",
     "state_at",
+    "steps",
 ]
 
 #: What can happen to a job (the REST API takes these names).
@@ -88,6 +92,21 @@ class Life:
     remote_csid: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A moment of a life told in words: ``after`` simulated seconds from submission."""
+
+    after: float
+    #: queued, dialing, sending, ringing, busy, no-answer, rejected, dropped, delivered,
+    #: failed, cancelled or expired.
+    kind: str
+    text: str
+    #: The attempt it belongs to (0: none).
+    attempt: int = 0
+    #: Whether the life ends here.
+    final: bool = False
+
+
 def plan_for_number(fax_number: str) -> Plan:
     return Plan(TEST_NUMBERS.get(_NOT_DIGITS.sub("", fax_number), "delivered"))
 
@@ -135,15 +154,7 @@ def state_at(
     """The job ``elapsed`` simulated seconds after submission. ``start_after``: a scheduled
     start; ``expires_after``: when an undelivered job gives up (default 2 days after the
     start); ``cancelled_after``: when a cancel was accepted."""
-    expiry = (
-        start_after + vendor.DEFAULT_EXPIRY.total_seconds()
-        if expires_after is None
-        else expires_after
-    )
-    stops = [(expiry, vendor.EXPIRED_DESCRIPTION)]
-    if cancelled_after is not None:
-        stops.append((cancelled_after, vendor.CANCELLED_DESCRIPTION))
-    stop_at, stop_why = min(stops)
+    stop_at, stop_why = _stop(start_after, expires_after, cancelled_after)
     now = min(elapsed, stop_at)
     begin = start_after + timing.queue
     sent = attempts = 0
@@ -207,6 +218,122 @@ _IN_PROGRESS = {
     vendor.RECIPIENT_SENDING: "In progress: sending",
     vendor.RECIPIENT_RETRY_WAIT: "In progress: waiting to retry",
 }
+
+
+def _stop(
+    start_after: float, expires_after: float | None, cancelled_after: float | None
+) -> tuple[float, str]:
+    """When a life is cut short (expiry or cancel, whichever is first), and its description."""
+    expiry = (
+        start_after + vendor.DEFAULT_EXPIRY.total_seconds()
+        if expires_after is None
+        else expires_after
+    )
+    stops = [(expiry, vendor.EXPIRED_DESCRIPTION)]
+    if cancelled_after is not None:
+        stops.append((cancelled_after, vendor.CANCELLED_DESCRIPTION))
+    return min(stops)
+
+
+_TOLD = {
+    "busy": "the line was busy",
+    "no-answer": "no answer",
+    "rejected": "the number is not a fax machine",
+}
+
+
+def steps(
+    plan: Plan,
+    pages: int,
+    *,
+    start_after: float = 0.0,
+    expires_after: float | None = None,
+    cancelled_after: float | None = None,
+    timing: Timing = Timing(),
+) -> list[Step]:
+    """The whole life in words, as :func:`state_at` lives it, from submission to its end
+    (the moments to come too): queued, each attempt dialing, connecting or ringing and how
+    it ended, then delivered, failed, cancelled or expired. Pages are told by their count,
+    not one step each."""
+    stop_at, stop_why = _stop(start_after, expires_after, cancelled_after)
+    queued = "Queued" if not start_after else "Queued, scheduled to start later"
+    out = [Step(0.0, "queued", queued)]
+    begin = start_after + timing.queue
+    for index in range(timing.attempts):
+        if begin >= stop_at:
+            break
+        number = index + 1
+        how, sent, took = _attempt(plan, index, pages, timing)
+        out.append(Step(begin, "dialing", f"Attempt {number}: dialing", number))
+        connect, end = begin + timing.dial, begin + took
+        if connect < min(end, stop_at):
+            if how == "no-answer":
+                out.append(Step(connect, "ringing", f"Attempt {number}: ringing", number))
+            elif how != "open":
+                told = f"connected, sending {_pages(pages)}"
+                out.append(Step(connect, "sending", f"Attempt {number}: {told}", number))
+        if end > stop_at:
+            break
+        if how == "delivered":
+            out.append(Step(end, "delivered", f"Delivered: {_pages(pages)}", number, True))
+            return out
+        told = _TOLD.get(how) or f"the call dropped after {_pages(sent)}"
+        if how == "rejected" or number == timing.attempts:
+            out.append(Step(end, "failed", f"Attempt {number}: {told}; failed", number, True))
+            return out
+        wait = f"next attempt in {timing.retry_interval:g} s"
+        out.append(Step(end, how, f"Attempt {number}: {told}; {wait}", number))
+        begin = end + timing.retry_interval
+    kind = "cancelled" if stop_why == vendor.CANCELLED_DESCRIPTION else "expired"
+    out.append(Step(stop_at, kind, stop_why, final=True))
+    return out
+
+
+def next_change(
+    plan: Plan,
+    pages: int,
+    elapsed: float,
+    *,
+    start_after: float = 0.0,
+    expires_after: float | None = None,
+    cancelled_after: float | None = None,
+    timing: Timing = Timing(),
+) -> float | None:
+    """The first moment after ``elapsed`` at which :func:`state_at` may tell something else
+    (a new state, one more page sent, the end), so that a view is refreshed then and not
+    before; None once the life has ended."""
+    stop_at, _ = _stop(start_after, expires_after, cancelled_after)
+    if elapsed >= stop_at:
+        return None
+    begin = start_after + timing.queue
+    for index in range(timing.attempts):
+        if elapsed < begin:
+            return min(begin, stop_at)
+        how, sent, took = _attempt(plan, index, pages, timing)
+        end = begin + took
+        if elapsed < end:
+            if how == "open":
+                return stop_at
+            into = elapsed - begin - timing.dial
+            if into < 0:
+                return min(begin + timing.dial, stop_at)
+            if how in ("delivered", "dropped"):
+                page = timing.page * (timing.slow_factor if plan.outcome == "slow" else 1.0)
+                done = int(into // page)
+                if done < (pages if how == "delivered" else sent):
+                    # As state_at counts pages, so that rounding never leaves it behind.
+                    due = begin + timing.dial + (done + 1) * page
+                    due = due if due > elapsed else math.nextafter(elapsed, math.inf)
+                    return min(due, end, stop_at)
+            return min(end, stop_at)
+        if how in ("delivered", "rejected") or index + 1 == timing.attempts:
+            return None
+        begin = end + timing.retry_interval
+    return None
+
+
+def _pages(count: int) -> str:
+    return f"{count} page{'' if count == 1 else 's'}"
 
 
 def _csid(fax_number: str) -> str:
