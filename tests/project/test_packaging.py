@@ -1,39 +1,85 @@
-"""The wheel carries the WSDL and XSD, and a client works from it in any directory."""
+"""The wheel carries the WSDL and XSD, its metadata says what faxws is, and a client works
+from it in any directory."""
 
 from __future__ import annotations
 
+import email.parser
+import hashlib
 import subprocess
 import sys
 import textwrap
 import zipfile
+from email.message import Message
 from pathlib import Path
 
 import pytest
 
+from built_wheel import build_wheel
+
 ROOT = Path(__file__).resolve().parents[2]
+#: The Apache License 2.0's text as the Apache Software Foundation publishes it.
+APACHE_2_MD5 = "3b83ef96387f14655fc854ddc3c6bd57"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
-        timeout=600,
-        check=True,
-    )
-    (found,) = out.glob("faxws-*.whl")
-    return found
+    return build_wheel(tmp_path_factory)
+
+
+def _metadata(wheel: Path) -> Message:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.parser.Parser().parsestr(archive.read(name).decode("utf-8"))
+
+
+def test_the_wheel_says_what_faxws_is_and_its_licence(wheel: Path) -> None:
+    meta = _metadata(wheel)
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    with zipfile.ZipFile(wheel) as archive:
+        (licence,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        shipped = archive.read(licence)
+    assert shipped == (ROOT / "LICENSE").read_bytes()
+    assert hashlib.md5(shipped).hexdigest() == APACHE_2_MD5  # noqa: S324 - a fingerprint
+    # PEP 639: a License-Expression replaces the licence classifiers, which indexes refuse
+    # beside it.
+    classifiers = meta.get_all("Classifier") or []
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    assert {
+        "Operating System :: OS Independent",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "Intended Audience :: Developers",
+        "Intended Audience :: Healthcare Industry",
+        "Topic :: Communications :: Fax",
+        "Typing :: Typed",
+    } <= set(classifiers)
+    assert [c for c in classifiers if c.startswith("Development Status ::")]
+    assert meta["Requires-Python"] == ">=3.10"
+    assert meta["Author"]
+    assert "fax" in meta["Keywords"].split(",")
+    assert dict(url.split(", ", 1) for url in meta.get_all("Project-URL") or []) == {
+        "Homepage": "https://github.com/faxws/faxws",
+        "Documentation": "https://faxws.github.io/faxws/",
+        "Source": "https://github.com/faxws/faxws",
+        "Issues": "https://github.com/faxws/faxws/issues",
+    }
+    assert set(meta.get_all("Provides-Extra") or []) >= {
+        "async",
+        "otel",
+        "postgres",
+        "progress",
+        "preview",
+        "docs",
+    }
+
+
+def test_the_long_description_is_the_readme(wheel: Path) -> None:
+    meta = _metadata(wheel)
+    assert meta["Description-Content-Type"] == "text/markdown"
+    assert meta.get_payload() == (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def _run_python(script: str, cwd: Path) -> str:
