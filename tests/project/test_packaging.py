@@ -13,7 +13,6 @@ from email.message import Message
 from pathlib import Path
 
 import pytest
-
 from built_wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
