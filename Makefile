@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: test test-repeat lint build bindings check-bindings demo bench bench-smoke clean
+.PHONY: test test-repeat lint build bindings check-bindings demo bench bench-smoke docs clean
 
 $(VENV)/.test-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,9 +62,20 @@ bench-smoke: $(VENV)/.test-installed
 	$(PY) benchmarks/bench.py --smoke
 
 lint: $(VENV)/.dev-installed
-	$(PY) -m ruff check src tests scripts benchmarks
-	$(PY) -m ruff format --check src tests scripts benchmarks
+	$(PY) -m ruff check src tests scripts benchmarks docs/_griffe
+	$(PY) -m ruff format --check src tests scripts benchmarks docs/_griffe
 	$(PY) -m mypy --strict src
+
+$(VENV)/.docs-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $@
+
+# The documentation site from docs/ and mkdocs.yml (the API reference from the docstrings),
+# into build/site/. --strict: a broken link or anchor, a page left out of the navigation or a
+# docstring griffe cannot read fails the build.
+docs: $(VENV)/.docs-installed
+	$(PY) -m mkdocs build --strict
 
 build: $(VENV)/.test-installed
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
