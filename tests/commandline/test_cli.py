@@ -195,17 +195,25 @@ def test_service_error_exits_1(faxws_simulator: FaxWSSimulator) -> None:
     )
 
 
-def test_fault_exits_1_with_json_error(faxws_simulator: FaxWSSimulator, pdf: Path) -> None:
-    faxws_simulator.inject(Fault.soap_fault("soap:Server", "down"), operation="SendFax")
+@pytest.mark.parametrize(
+    ("fault_code", "code", "maybe"), [("soap:Client", 1, False), ("soap:Server", 5, True)]
+)
+def test_a_fault_exits_1_when_refused_and_5_when_the_fax_may_have_gone(
+    faxws_simulator: FaxWSSimulator, pdf: Path, fault_code: str, code: int, maybe: bool
+) -> None:
+    faxws_simulator.inject(Fault.soap_fault(fault_code, "down"), operation="SendFax")
     done = faxws("send", "--to", "+1 555 0100", str(pdf), "--json", env=pin_env(faxws_simulator))
-    assert done.returncode == 1
+    assert done.returncode == code
     error = json.loads(done.stdout)["error"]
     assert (error["type"], error["fault_code"], error["status_code"]) == (
         "SoapFaultError",
-        "soap:Server",
+        fault_code,
         500,
     )
-    assert len(done.stderr.strip().splitlines()) == 1
+    assert (error["maybe_delivered"], error["exit_code"]) == (maybe, code)
+    [line] = done.stderr.splitlines()
+    assert ("; the fax may have been delivered; " in line) is maybe
+    assert line.endswith("; the fax was not sent") is not maybe
 
 
 def test_bad_input_exits_2_and_sends_nothing(

@@ -22,8 +22,8 @@ CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
 #: Long enough that the answer cannot arrive before the signal, however loaded the machine.
 HOLD_SECONDS = 30.0
 MAYBE_DELIVERED = (
-    "faxws send: interrupted: the fax may have been delivered; do not send it again "
-    "before checking (request id {})"
+    "faxws send: interrupted (request id {}); the fax may have been delivered; do not send it "
+    "again before checking: ask the service about its request id"
 )
 
 
@@ -86,11 +86,14 @@ def test_ctrl_c_during_send_says_the_fax_may_have_been_delivered(
         assert json.loads(out) == {
             "error": {
                 "type": "Interrupted",
-                "message": "interrupted: the fax may have been delivered; do not send it again "
-                "before checking",
+                "message": "interrupted",
                 "request_id": request_id,
                 "status_code": None,
                 "maybe_delivered": True,
+                "exit_code": 130,
+                "outcome": "the fax may have been delivered",
+                "next_step": "do not send it again before checking: ask the service about its "
+                "request id",
             }
         }
     else:
@@ -135,7 +138,9 @@ def test_ctrl_c_before_sending_says_nothing_was_sent(
     )
     out, err = capsys.readouterr()
     assert code == 130
-    assert err.splitlines() == ["faxws send: interrupted: nothing was sent (request id early-1)"]
+    assert err.splitlines() == [
+        "faxws send: interrupted (request id early-1); the fax was not sent"
+    ]
     error = json.loads(out)["error"]
     assert (error["type"], error["maybe_delivered"], error["request_id"]) == (
         "Interrupted",

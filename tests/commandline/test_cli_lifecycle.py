@@ -383,19 +383,22 @@ def test_an_uncertain_send_says_its_reference_and_how_to_check_it(
     faxws_simulator.inject(Fault.http_status(503), operation="SendFaxEx", times=2)
     args = ["send", "--to", "+1 555 0100", str(pdf), "--reference", "inv 7", "--request-id", "u-1"]
     done = faxws(*args, env=pin_env(faxws_simulator))
-    assert (done.returncode, done.stdout) == (1, "")
-    [line] = done.stderr.splitlines()
-    assert line.startswith("faxws send: HTTPStatusError: ")
-    assert line.endswith(
-        "(HTTP 503, request id u-1); reference id inv 7: check with "
-        "faxws status --reference 'inv 7'"
-    )
+    assert (done.returncode, done.stdout) == (5, "")
+    assert done.stderr.splitlines() == [
+        "faxws send: HTTPStatusError: HTTP 503 without a SOAP answer (request id u-1; "
+        "reference id inv 7); the fax may have been delivered; do not send it again before "
+        "checking with: faxws status --reference 'inv 7'"
+    ]
     done = faxws(*args, "--json", env=pin_env(faxws_simulator))
+    assert done.returncode == 5
     error = json.loads(done.stdout)["error"]
     assert (error["maybe_delivered"], error["reference_id"], error["check"]) == (
         True,
         "inv 7",
         "faxws status --reference 'inv 7'",
+    )
+    assert error["next_step"] == (
+        "do not send it again before checking with: faxws status --reference 'inv 7'"
     )
 
 
@@ -425,9 +428,8 @@ def test_ctrl_c_during_a_send_with_options_names_its_reference(
     assert made == reference or re.fullmatch(r"[0-9a-f]{32}", made)
     assert code == 130
     assert err == (
-        "faxws send: interrupted: the fax may have been delivered; do not send it again before "
-        f"checking; reference id {made}: check with faxws status --reference {made} "
-        "(request id i-1)\n"
+        f"faxws send: interrupted (request id i-1; reference id {made}); the fax may have been "
+        f"delivered; do not send it again before checking with: faxws status --reference {made}\n"
     )
 
 

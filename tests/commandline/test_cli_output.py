@@ -205,12 +205,14 @@ def test_an_error_that_may_have_been_delivered_and_cannot_be_written_exits_5(
     )
     assert line.startswith(f"faxws {command}: ")
     assert (
-        f": {maybe}, but its outcome could not be written to standard output ({reason(stdout)})"
+        f"; {maybe}, but its outcome could not be written to standard output ({reason(stdout)})"
         in line
     )
-    assert line.endswith("(request id maybe-1)" if command == "send" else "request id maybe-1)")
+    assert "request id maybe-1)" in line
     if command == "send":
-        assert "do not send it again before checking" in line
+        assert line.endswith(
+            "; do not send it again before checking: ask the service about its request id"
+        )
     assert_quiet(ran)
 
 
@@ -345,7 +347,8 @@ def test_a_failure_after_the_answer_still_says_the_fax_was_sent(
     assert json.loads(out)["job_ids"] == list(job.job_ids)  # what was sent is still shown
     assert err.splitlines() == [
         "faxws send: the fax was sent, but the command then failed (RuntimeError: cannot "
-        f"close): do not send it again (job id {job.job_ids[0]}; request id r-9)"
+        f"close) (job id {job.job_ids[0]}; request id r-9); do not send it again; check it "
+        f"with: faxws status {job.job_ids[0]}"
     ]
 
 

@@ -315,7 +315,8 @@ def payload_of(status: int, content: bytes, rid: str, redact: Redact) -> etree._
     fault = None if payload is None else fault_of(payload)
     if status in (401, 403):
         raise AuthenticationError(
-            f"the service rejected the credentials (HTTP {status})"
+            # The status is said by str(), with the request id: not twice.
+            "the service rejected the credentials"
             + (f": {excerpt(redact(fault[1]), 200)}" if fault else ""),
             request_id=rid,
             status_code=status,

@@ -7,15 +7,26 @@ import errno
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 if TYPE_CHECKING:
     import argparse
 
-EXIT_OK, EXIT_SERVICE, EXIT_USAGE, EXIT_AUTH, EXIT_TRANSPORT = 0, 1, 2, 3, 4
-#: The request reached the service, or may have, and then the command failed (its output could
-#: not be written): a script that sends again on other failures must not send this one again.
+EXIT_OK = 0
+#: The service answered and refused (a service error, a soap:Client fault, an HTTP error such
+#: as 404), or the command failed unexpectedly before sending: nothing was done.
+EXIT_SERVICE = 1
+EXIT_USAGE = 2  # bad usage or bad input: nothing was sent
+EXIT_AUTH = 3  # the credentials were refused: nothing was sent
+#: The service could not be reached (refused, DNS, TLS, connect time-out): nothing was sent,
+#: trying again is safe.
+EXIT_TRANSPORT = 4
+#: The request reached the service, or may have, and what came of it is unknown (an HTTP 5xx,
+#: a soap:Server fault, a time-out or a lost connection after sending, an unreadable answer,
+#: an outcome that could not be written): a script that sends again on other failures must
+#: not send this one again before checking.
 EXIT_MAYBE_SENT = 5
 #: ``send --wait``: the fax was sent and every job ended, but not every one was delivered.
 EXIT_FAX_FAILED = 6
@@ -30,13 +41,16 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 EXIT_CODES_HELP = """\
 exit codes:
   0    success
-  1    service error or SOAP fault (the service answered and refused)
-  2    bad usage or bad input (nothing was sent)
-  3    authentication failed
-  4    transport failure (connection, time-out)
-  5    the request reached the service, or may have, and then the command failed
-       (e.g. its output could not be written): do not send it again before checking;
-       stderr names the request id and the job ids
+  1    the service answered and refused (a service error, a soap:Client fault, an
+       HTTP error such as 404), or an unexpected failure before sending: nothing was done
+  2    bad usage or bad input: nothing was sent
+  3    authentication failed: nothing was sent
+  4    the service could not be reached (connection refused, DNS, TLS, connect
+       time-out): nothing was sent; trying again is safe
+  5    the request reached the service, or may have, and what came of it is unknown
+       (HTTP 5xx, a soap:Server fault, a time-out or a lost connection after sending,
+       an unreadable answer, output that could not be written): do not send it again
+       before checking; stderr says how (--json: "next_step" and "check")
   6    send --wait: the fax was sent, but a job failed (each job's final line says how);
        batch send: a fax of the batch failed (faxws batch export shows each row)
   7    send --wait: the fax was sent, but a job had not ended when waiting timed out
@@ -45,8 +59,13 @@ exit codes:
   8    batch send: a fax needs review: whether it was sent cannot be told, or it never
        ended (faxws batch review lists them; it is never sent again by itself);
        7 goes before 8, and 8 before 6
-  130  interrupted (Ctrl-C); a fax may have been delivered, see the request id;
-       batch send: a second Ctrl-C; the sends in flight are looked up by the next run
+  130  interrupted (Ctrl-C); stderr says whether the fax may have been delivered
+       (--json: "maybe_delivered") and how to check; batch send: a second Ctrl-C; the
+       sends in flight are looked up by the next run
+A failure is one line on stderr: what failed (HTTP status, request id, job ids, reference
+id); what became of the request; what to do next. With --json, stdout holds the same as
+{"error": {...}} (type, message, request_id, status_code, maybe_delivered, exit_code,
+outcome, next_step, and check: the command that tells what became of it).
 """
 
 # Spelled as their flags: base_url is --base-url.
@@ -62,8 +81,6 @@ FLAGS.update(data="FILE", path="FILE", job_id="JOB_ID")
 FLAGS.update(reference_id="--reference", job_ids="JOB_ID")
 FLAGS.update({"notify.destination": "--notify-url", "notify.user": "--notify-user"})
 FLAGS["notify.password"] = "FAXWS_NOTIFY_PASSWORD"
-
-_CHECK_FIRST = "do not send it again before checking"
 
 
 class UsageError(Exception):
@@ -168,10 +185,209 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+@dataclass
+class Failure:
+    """One description of how a command failed, which both outputs are rendered from: the
+    line on stderr (:meth:`text`) and the ``{"error": ...}`` object of --json (:meth:`data`).
+    Whatever one says (maybe delivered, request id, what to do next), the other says too."""
+
+    code: int  #: the exit code, by meaning (EXIT_CODES_HELP)
+    kind: str  #: "type" in JSON: the error's class, "UsageError", "Interrupted"
+    message: str  #: what failed, secrets masked
+    maybe_delivered: bool = False
+    request_id: str | None = None
+    status_code: int | None = None
+    job_ids: Sequence[str] = ()
+    reference_id: str | None = None
+    #: What became of the request: "the fax may have been delivered", "nothing was sent".
+    outcome: str | None = None
+    #: What to do now, in words; with ``check`` in it when a command can tell.
+    next_step: str | None = None
+    check: str | None = None  #: the command that tells what became of the request
+    details: dict[str, Any] = field(default_factory=dict)  #: more JSON keys (fault_code...)
+    headline: str | None = None  #: the text's words for what failed (default: kind: message)
+    usage: str = ""  #: a usage error's usage lines, before the line
+
+    def text(self, prog: str) -> str:
+        """``prog: what failed (ids); outcome; next step``, on one line."""
+        ids = []
+        if self.job_ids:
+            s = "s" if len(self.job_ids) > 1 else ""
+            ids.append(f"job id{s} {', '.join(self.job_ids)}")
+        summary = self.summary
+        status = f"HTTP {self.status_code}"
+        # Each fact once: "HTTP 503 without a SOAP answer (request id ...)".
+        said = self.status_code is None or re.search(rf"\b{status}\b", summary)
+        call = [] if said else [status]
+        call += [] if self.request_id is None else [f"request id {self.request_id}"]
+        if call:
+            ids.append(", ".join(call))
+        if self.reference_id is not None:
+            ids.append(f"reference id {self.reference_id}")
+        line = f"{prog}: {summary}" + (f" ({'; '.join(ids)})" if ids else "")
+        line += "".join(f"; {part}" for part in (self.outcome, self.next_step) if part)
+        return self.usage + one_line(line)
+
+    @property
+    def summary(self) -> str:
+        """What failed, without the ids, outcome and next step."""
+        return self.headline if self.headline is not None else f"{self.kind}: {self.message}"
+
+    def data(self) -> dict[str, Any]:
+        """The ``"error"`` object of --json."""
+        error: dict[str, Any] = {
+            "type": self.kind,
+            "message": self.message,
+            "request_id": self.request_id,
+            "status_code": self.status_code,
+            "maybe_delivered": self.maybe_delivered,
+            "exit_code": self.code,
+            "outcome": self.outcome,
+            "next_step": self.next_step,
+        }
+        if self.job_ids:
+            error["job_ids"] = list(self.job_ids)
+        if self.reference_id is not None:
+            error["reference_id"] = self.reference_id
+        if self.check is not None:
+            error["check"] = self.check
+        error.update(self.details)
+        return error
+
+
+@dataclass
+class Usage:
+    """A usage error: ``message`` in the program's own words, after ``usage`` (the command's
+    usage lines, when argparse refused the arguments)."""
+
+    message: str
+    usage: str = ""
+
+
+class Doing(Protocol):
+    """What a command was doing when it failed, as :class:`Outcome` keeps it."""
+
+    prog: str
+    faxing: bool
+    sending: bool
+    request_id: str | None
+    job_ids: list[str]
+    reference_id: str | None
+
+
+#: The exit code of each kind of client error (the first that matches) when the request was
+#: not delivered; one that may have been is EXIT_MAYBE_SENT, whatever its kind.
+_CODES = (
+    ("BadInputError", EXIT_USAGE),
+    ("DocumentError", EXIT_USAGE),  # the caller's document could not be read
+    ("AuthenticationError", EXIT_AUTH),
+    ("TransportError", EXIT_TRANSPORT),  # not delivered: the service was not reached
+    ("FaxWSError", EXIT_SERVICE),
+)
+_NOT_SENT = "nothing was sent"
+_FAX_NOT_SENT = "the fax was not sent"
+_MAYBE_FAX = "the fax may have been delivered"
+_MAYBE_REACHED = "the request may have reached the service"
+_CHECK_FIRST = "do not send it again before checking"
+#: What the client's messages end with that a failure's outcome says: not said twice.
+_SAID_BY_OUTCOME = ("; the request may have been delivered", "; nothing was sent")
+#: What an uncertain request of a command that sends no fax means, and what to do next
+#: (``{check}``: the command that tells).
+_UNCERTAIN = {
+    "faxws status": (_MAYBE_REACHED, "a status query changes nothing: asking again is safe"),
+    "faxws cancel": (
+        "the cancel may have reached the service",
+        "see whether the job ended with: {check}",
+    ),
+    "faxws report": (_MAYBE_REACHED, "asking again may request the report twice"),
+}
+
+
+def describe(problem: BaseException | Usage, doing: Doing, mask: Callable[[str], str]) -> Failure:
+    """The one description of a failure: a client error (each FaxWSError, and whether it may
+    have been delivered), a usage error, an interruption (Ctrl-C) or an unexpected error.
+    Every failure's line on stderr and its ``{"error": ...}`` come from here."""
+    if isinstance(problem, Usage):
+        message = problem.message  # the program's own words only (cli._safe_message)
+        headline = f"error: {message}"
+        return Failure(EXIT_USAGE, "UsageError", message, headline=headline, usage=problem.usage)
+    from faxws.errors import FaxWSError
+
+    if isinstance(problem, FaxWSError):
+        return _client_error(problem, doing, mask)
+    sending = doing.sending
+    if isinstance(problem, KeyboardInterrupt):
+        failure = Failure(EXIT_INTERRUPTED, "Interrupted", "interrupted", headline="interrupted")
+    else:
+        message = one_line(mask(str(problem))) or type(problem).__name__
+        code = EXIT_MAYBE_SENT if sending else EXIT_SERVICE
+        failure = Failure(code, type(problem).__name__, message)
+    failure.request_id = doing.request_id
+    failure.maybe_delivered = sending
+    if sending:
+        reference = doing.reference_id if doing.faxing else None
+        failure.reference_id = reference
+        failure.outcome, failure.next_step, failure.check = _uncertain(doing, reference)
+    else:
+        failure.outcome = _FAX_NOT_SENT if doing.faxing else _NOT_SENT
+    return failure
+
+
+def _client_error(exc: Any, doing: Doing, mask: Callable[[str], str]) -> Failure:
+    import faxws.errors
+
+    maybe = bool(exc.maybe_delivered)
+    code = EXIT_MAYBE_SENT
+    if not maybe:
+        code = next(c for name, c in _CODES if isinstance(exc, getattr(faxws.errors, name)))
+    message = exc.message
+    details = {k: getattr(exc, k) for k in ("code", "field", "fault_code") if hasattr(exc, k)}
+    if isinstance(exc, faxws.errors.BadInputError):
+        details["field"] = "/".join(_flag_of(part) for part in exc.field.split("/"))
+        message = f"{details['field']}: {_flagged_text(exc.problem)}"
+    failure = Failure(
+        code,
+        type(exc).__name__,
+        mask(message),
+        maybe_delivered=maybe,
+        request_id=exc.request_id,
+        status_code=exc.status_code,
+        reference_id=exc.reference_id,
+        details=details,
+    )
+    if maybe:
+        failure.outcome, failure.next_step, failure.check = _uncertain(doing, exc.reference_id)
+    elif code == EXIT_TRANSPORT:
+        failure.outcome, failure.next_step = _NOT_SENT, "trying again is safe"
+    elif code in (EXIT_SERVICE, EXIT_AUTH) and doing.faxing:
+        failure.outcome = _FAX_NOT_SENT
+    if failure.outcome is not None:
+        for said in _SAID_BY_OUTCOME:  # the outcome says it, in the command's words
+            failure.message = failure.message.removesuffix(said)
+    return failure
+
+
+def _uncertain(doing: Doing, reference: str | None) -> tuple[str, str | None, str | None]:
+    """What became of a request that may have reached the service, what to do next, and the
+    command that tells."""
+    if doing.faxing:
+        if reference is not None:
+            check = check_reference(reference)
+            return _MAYBE_FAX, f"{_CHECK_FIRST} with: {check}", check
+        return _MAYBE_FAX, f"{_CHECK_FIRST}: ask the service about its request id", None
+    outcome, step = _UNCERTAIN.get(doing.prog, (_MAYBE_REACHED, None))
+    if step is None or "{check}" not in step:
+        return outcome, step, None
+    if not doing.job_ids:
+        return outcome, None, None
+    check = check_later(doing.job_ids)
+    return outcome, step.format(check=check), check
+
+
 class Outcome:
     """How a run ended, said once, by :meth:`finish`: a failure is one line on stderr and, with
-    --json, one JSON object on stdout (``{"error": {...}}``, the same keys for every kind); an
-    answer is the command's text or JSON on stdout."""
+    --json, one JSON object on stdout (``{"error": {...}}``), both from one :class:`Failure`;
+    an answer is the command's text or JSON on stdout."""
 
     def __init__(self, words: Sequence[str], secrets: set[str]) -> None:
         self.prog = "faxws"
@@ -190,6 +406,7 @@ class Outcome:
         self._concluded = False  # the command chose its code after the service answered
         self._out: str | None = None  # for stdout
         self._line: str | None = None  # for stderr
+        self._failure: Failure | None = None  # the failure the line says
         self._summary = ""  # the failure, for a line that must say more
 
     def mask(self, text: str) -> str:
@@ -218,7 +435,14 @@ class Outcome:
         self._line, self._concluded = line, True
         return code
 
+    def failure(self, failure: Failure) -> int:
+        """The run failed as ``failure`` says: its line for stderr, its JSON for stdout."""
+        self._failure = failure
+        return self.fail(failure.code, failure.text(self.prog), failure.data(), failure.summary)
+
     def fail(self, code: int, line: str, error: dict[str, Any], summary: str = "") -> int:
+        """A failure whose line and JSON the caller wrote (a manifest's problems, each on a
+        line of its own); any other goes through :meth:`failure`."""
         self._line, self._summary = line, summary
         self.reached = self.reached or bool(error["maybe_delivered"])
         # Once the service has answered, stdout keeps the answer: it holds the job ids.
@@ -249,8 +473,10 @@ class Outcome:
         failed = self.stdout if self.stdout.failure else self.stderr
         if failed.failure is not None:
             unwritten = f"could not be written to {failed.name} ({_reason(failed.failure)})"
-            if self.reached:
-                code, line = EXIT_MAYBE_SENT, self._maybe_sent(f"its outcome {unwritten}")
+            if self.answered:
+                code, line = EXIT_MAYBE_SENT, self._after_answer(f"its outcome {unwritten}")
+            elif self.reached:
+                code, line = EXIT_MAYBE_SENT, self._unwritten(f"its outcome {unwritten}")
             else:
                 code = code or EXIT_SERVICE
                 line = f"{line}; " if line else f"{self.prog}: "
@@ -258,7 +484,7 @@ class Outcome:
         elif self.answered and code != EXIT_OK and not self._concluded:
             # e.g. closing the client failed
             code = EXIT_MAYBE_SENT
-            line = self._maybe_sent(f"the command then failed ({self._summary})")
+            line = self._after_answer(f"the command then failed ({self._summary})")
         if line is not None:
             self.stderr.write(line + "\n")
         self.stderr.flush()
@@ -266,84 +492,50 @@ class Outcome:
             code = EXIT_MAYBE_SENT  # the line that said what happened is lost
         return code
 
-    def _maybe_sent(self, problem: str) -> str:
-        """One line saying that the request went out (or may have) and what to look up."""
-        ids = []
-        if self.job_ids:
-            ids.append(f"job id{'s' if len(self.job_ids) > 1 else ''} {', '.join(self.job_ids)}")
-        if self.request_id:
-            ids.append(f"request id {self.request_id}")
-        if self.reference_id and not self.answered:
-            ids.append(f"reference id {self.reference_id}")
-        tail = f" ({'; '.join(ids)})" if ids else ""
-        if self.answered:
-            what = self.answered
-            advice = ": do not send it again" if self.faxing else ""
-        else:
-            what = f"{self._summary}: {self._maybe()}"
-            advice = f": {_CHECK_FIRST}" if self.faxing else ""
-        return one_line(f"{self.prog}: {what}, but {problem}{advice}{tail}")
-
-    def _maybe(self) -> str:
+    def _after_answer(self, problem: str) -> str:
+        """The line of a command that the service answered, and that then failed: the answer
+        (the job ids) says what to look up."""
+        step = None
         if self.faxing:
-            return "the fax may have been delivered"
-        return "the request may have reached the service"
+            step = "do not send it again"
+            if self.job_ids:
+                step += f"; check it with: {check_later(self.job_ids)}"
+        headline = f"{self.answered}, but {problem}"
+        failure = Failure(EXIT_MAYBE_SENT, "", "", headline=headline, next_step=step)
+        failure.request_id, failure.job_ids = self.request_id, self.job_ids
+        return failure.text(self.prog)
+
+    def _unwritten(self, problem: str) -> str:
+        """The line of a failure that may have been delivered, when its JSON could not be
+        written to stdout: the line says it all."""
+        from dataclasses import replace
+
+        failure = self._failure
+        if failure is None:  # a failure its caller wrote
+            return one_line(f"{self.prog}: {self._summary}: {_MAYBE_REACHED}, but {problem}")
+        outcome = failure.outcome or _MAYBE_REACHED
+        return replace(failure, outcome=f"{outcome}, but {problem}", usage="").text(self.prog)
 
     def usage(self, message: str, parser: argparse.ArgumentParser | None = None) -> int:
         """``message`` holds the program's own words only (see cli._safe_message): masking
-        it with a one-character PIN would garble it for nothing."""
-        head, prog = ("", self.prog) if parser is None else (parser.format_usage(), parser.prog)
-        line = f"{head}{prog}: error: {message}"
-        return self.fail(EXIT_USAGE, line, _error("UsageError", message), f"error: {message}")
+        it with a one-character PIN would garble it for nothing. With ``parser`` (the command
+        whose arguments were refused), its usage goes first."""
+        usage = ""
+        if parser is not None:
+            self.prog, usage = parser.prog, parser.format_usage()
+        return self.failure(describe(Usage(message, usage), self, self.mask))
 
     def error(self, exc: Any) -> int:
-        from faxws.errors import AuthenticationError, BadInputError, TransportError
-
-        code = (
-            EXIT_USAGE
-            if isinstance(exc, BadInputError)
-            else EXIT_AUTH
-            if isinstance(exc, AuthenticationError)
-            else EXIT_TRANSPORT
-            if isinstance(exc, TransportError)
-            else EXIT_SERVICE
-        )
-        error = _error(type(exc).__name__, exc.message)
-        for key in ("request_id", "status_code", "maybe_delivered", "code", "field", "fault_code"):
-            if hasattr(exc, key):
-                error[key] = getattr(exc, key)
-        if getattr(exc, "reference_id", None) is not None:
-            error["reference_id"] = exc.reference_id
-        if isinstance(exc, BadInputError):
-            error["field"] = "/".join(_flag_of(part) for part in exc.field.split("/"))
-            error["message"] = f"{error['field']}: {_flagged_text(exc.problem)}"
-        message = error["message"] = self.mask(error["message"])
-        full = str(exc)
-        # str() adds the status and request id after the message: kept, never masked.
-        tail = full[len(exc.message) :] if full.startswith(exc.message) else ""
-        summary = f"{type(exc).__name__}: {one_line(message)}"
-        if error["maybe_delivered"] and error.get("reference_id") is not None:
-            error["check"] = check_reference(error["reference_id"])
-            tail += f"; {self._look_up(error['reference_id'])}"
-        return self.fail(code, f"{self.prog}: {summary}{tail}", error, summary)
-
-    def _look_up(self, reference_id: str) -> str:
-        """Where an uncertain send says how to find out whether the service took it."""
-        return f"reference id {reference_id}: check with {check_reference(reference_id)}"
+        """The run ended with a client error (a FaxWSError)."""
+        return self.failure(describe(exc, self, self.mask))
 
     def interrupted(self) -> int:
-        message = "interrupted: nothing was sent"
         if self.answered:  # the answer (the job ids) stays on stdout
             line = f"{self.prog}: interrupted: {self.answered}"
             if self.faxing and self.job_ids:
                 line += f"; check it later with: {check_later(self.job_ids)}"
             return self.concluded(EXIT_INTERRUPTED, line)
-        if self.sending:
-            advice = f"; {_CHECK_FIRST}" if self.faxing else ""
-            if self.faxing and self.reference_id is not None:
-                advice += f"; {self._look_up(self.reference_id)}"
-            message = f"interrupted: {self._maybe()}{advice}"
-        return self.failed(EXIT_INTERRUPTED, "Interrupted", message, summary="interrupted")
+        return self.failure(describe(KeyboardInterrupt(), self, self.mask))
 
     def internal(self, exc: Exception, *, verbose: bool) -> int:
         """A failure no other kind covers: still one line, one JSON object, no secret."""
@@ -351,29 +543,16 @@ class Outcome:
             import traceback
 
             self.stderr.write(self.mask("".join(traceback.format_exception(exc))))
-        message = self.mask(str(exc)) or type(exc).__name__
-        summary = f"{type(exc).__name__}: {one_line(message)}"
-        return self.failed(EXIT_SERVICE, type(exc).__name__, message, summary, summary)
+        return self.failure(describe(exc, self, self.mask))
 
     def failed(
         self, code: int, kind: str, message: str, said: str | None = None, summary: str = ""
     ) -> int:
-        """A failure the command found: stderr says ``said`` (or ``message``) and any request id."""
-        tail = f" (request id {self.request_id})" if self.request_id else ""
-        error = _error(kind, message, request_id=self.request_id, maybe_delivered=self.sending)
-        return self.fail(code, f"{self.prog}: {said or message}{tail}", error, summary)
-
-
-def _error(
-    kind: str, message: str, *, request_id: str | None = None, maybe_delivered: bool = False
-) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "message": message,
-        "request_id": request_id,
-        "status_code": None,
-        "maybe_delivered": maybe_delivered,
-    }
+        """A failure the command found, in its own words: stderr says ``said`` (or
+        ``message``) and any request id; it may have been delivered if it was sending."""
+        failure = Failure(code, kind, message, headline=said or message)
+        failure.maybe_delivered, failure.request_id = self.sending, self.request_id
+        return self.failure(failure)
 
 
 def check_later(job_ids: Sequence[str]) -> str:
