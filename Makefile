@@ -73,9 +73,11 @@ $(VENV)/.docs-installed: pyproject.toml
 
 # The documentation site from docs/ and mkdocs.yml (the API reference from the docstrings),
 # into build/site/. --strict: a broken link or anchor, a page left out of the navigation or a
-# docstring griffe cannot read fails the build.
+# docstring griffe cannot read fails the build. Then the site's tests (offline, searchable,
+# the reference built), which `make test` skips without the docs extra.
 docs: $(VENV)/.docs-installed
 	$(PY) -m mkdocs build --strict
+	$(PY) -m pytest -q tests/project/test_docs.py
 
 build: $(VENV)/.test-installed
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .

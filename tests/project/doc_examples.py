@@ -321,10 +321,24 @@ def prepare(block: Block, sim: object | None) -> str:
 
 
 def environment(bin_dir: Path) -> dict[str, str]:
+    """This process's environment without FAXWS_* variables, with ``bin_dir`` first on PATH;
+    for another installation than this one, without PYTHONPATH either, so that it runs its
+    own faxws."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAXWS_")}
     env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
     env.pop("VIRTUAL_ENV", None)
+    if bin_dir != Path(sys.executable).parent:
+        env.pop("PYTHONPATH", None)
     return env
+
+
+@dataclass(frozen=True)
+class Server:
+    """A simulator running elsewhere (``faxws serve`` of another installation), for
+    :func:`run` to use instead of starting its own."""
+
+    url: str
+    token_url: str
 
 
 def run(
@@ -332,17 +346,19 @@ def run(
     folder: Path,
     *,
     python: Path | None = None,
+    server: Server | None = None,
     timeout: float = 300,
 ) -> Result:
     """Runs ``block`` in ``folder`` (which it may fill) with ``python`` (this interpreter by
-    default) and the commands beside it; every process it started is ended afterwards."""
+    default) and the commands beside it, against ``server`` or a simulator of its own when
+    the block needs one; every process it started is ended afterwards."""
     python = python or Path(sys.executable)
     folder.mkdir(parents=True, exist_ok=True)
     for name in block.files:
         (folder / name).write_bytes(DOCUMENTS[Path(name).suffix.lower()])
     with ExitStack() as stack:
-        sim = None
-        if block.needs_server or block.names_real_service:
+        sim: object | None = server
+        if sim is None and (block.needs_server or block.names_real_service):
             sim = stack.enter_context(_simulator())
         script = prepare(block, sim)
         source = folder / ("example.py" if block.lang == "python" else "example.sh")
