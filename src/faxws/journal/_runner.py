@@ -530,6 +530,12 @@ class _Run:
         self.halt.set()
         self.changed.set()
 
+    def moved(self) -> None:
+        """A row moved: the watcher reports it to on_progress (without one, nothing is woken
+        for it)."""
+        if self.on_progress is not None:
+            self.changed.set()
+
     def pause(self, seconds: float) -> None:
         if seconds <= 0:
             return
@@ -653,7 +659,7 @@ class _Worker:
                 return
             sent = self.send_one()
             if sent or did:
-                run.changed.set()
+                run.moved()
                 if self.released:  # nothing reached the service: wait before the next try
                     self.released = False
                     run.pause(self.backoff)

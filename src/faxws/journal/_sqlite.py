@@ -116,9 +116,10 @@ def _to_v1(db: sqlite3.Connection) -> None:
 _MIGRATIONS = {0: _to_v1, 1: _to_v2}
 _TRACKED = (State.SUBMITTED, State.UNCERTAIN)
 _INSERT = (
-    "INSERT INTO faxes (key, payload_sha256, reference_id, state, attempt, job_ids, created_at,"
+    "INSERT INTO faxes (key, payload_sha256, reference_id, state, attempt, job_ids, created_at,"  # noqa: S608
     " updated_at, payload, resend_of, checks, seq) VALUES (?, ?, ?, 'pending', 0, '[]', ?, ?, ?,"
     " ?, 0, (SELECT coalesce(max(seq), 0) + 1 FROM faxes)) ON CONFLICT (key) DO NOTHING"
+    f" RETURNING {_COLUMNS}"
 )
 #: Two ordered, limited scans of the (state, seq) index, not a sort of every pending row.
 _CLAIMABLE = (
@@ -323,14 +324,17 @@ class SqliteJournal:
         if owner is not None:
             query += " AND lease_owner = ? AND lease_expires_at > ?"
             params += [owner, now]
-        if self._db.execute(query, params).rowcount != 1:
+        # the row as moved, from the statement that moved it (fetched to its end: a statement
+        # still running would keep the transaction from committing)
+        found = self._db.execute(f"{query} RETURNING {_COLUMNS}", params).fetchall()
+        if not found:
             row = self._select(key)
             if row is None:
                 raise UnknownKeyError(key)
             if row.state not in allowed:
                 raise IllegalTransitionError(key, row.state, target or row.state)
             raise LeaseLostError(key, owner or "")
-        return self._selected(key)
+        return _row(found[0])
 
     # -- rows added ---------------------------------------------------------------------------
 
@@ -354,8 +358,9 @@ class SqliteJournal:
     def _insert(self, key: str, payload_sha256: str, payload: str, resend_of: str | None) -> Row:
         now = self._now()
         params = (key, payload_sha256, new_reference_id(), now, now, payload, resend_of)
-        if self._db.execute(_INSERT, params).rowcount == 1:
-            return self._selected(key)
+        found = self._db.execute(_INSERT, params).fetchall()
+        if found:
+            return _row(found[0])
         row = self._selected(key)
         if row.payload_sha256 != payload_sha256:
             raise KeyReusedError(key)
