@@ -320,3 +320,64 @@ def test_the_console_script_and_python_m_run_main() -> None:
     assert script.load() is cli.main
     done = faxws("--version")
     assert (done.returncode, done.stdout.split()[0]) == (0, "faxws")
+
+
+# -- usage errors name the command and the argument, with the command's usage ---------------
+
+
+@pytest.mark.parametrize(
+    ("args", "command", "message"),
+    [
+        (
+            ["send", "--to", "+1", "555", "0100", "--name", "Ada", "--to", "+1", "555", "0101",
+             "letter.pdf"],
+            "send",
+            "argument --to: takes one value, and words that no argument takes follow it (values "
+            'are not shown); quote a value with spaces: --to "+1 555 0100"',
+        ),
+        (
+            ["send", "--to", "+1 555 0100", "letter.pdf", "--cover-text", "Hello", "Thereafter"],
+            "send",
+            "argument --cover-text: takes one value, and words that no argument takes follow it "
+            '(values are not shown); quote a value with spaces: --cover-text "..."',
+        ),
+        (
+            ["send", "--to=+1", "555", "--name", "Ada", "--to=+1", "0199", "letter.pdf"],
+            "send",
+            "argument --to: takes one value, and words that no argument takes follow it (values "
+            'are not shown); quote a value with spaces: --to "+1 555 0100"',
+        ),
+        (
+            ["send", "--to", "+1 555 0100", "letter.pdf", "--bogus"],
+            "send",
+            "unrecognized arguments: --bogus",
+        ),
+        (["cancel", "J1", "JOB-TWO"], "cancel", "unrecognized arguments (values are not shown)"),
+        (
+            ["batch", "send", "m.csv", "--journal", "j.db", "--bogus", "BOGUS-VALUE"],
+            "batch send",
+            "unrecognized arguments: --bogus (values are not shown)",
+        ),
+    ],
+    ids=["to-unquoted", "text-unquoted", "to-equals", "unknown-flag", "extra-word", "batch"],
+)  # fmt: skip
+def test_a_usage_error_names_the_command_and_shows_its_usage(
+    args: list[str], command: str, message: str
+) -> None:
+    done = faxws(*args)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"usage: faxws {command} [-h]")  # the command's, not faxws's
+    assert lines[-1] == f"faxws {command}: error: {message}"
+    for value in ("0101", "0199", "Thereafter", "JOB-TWO", "BOGUS-VALUE"):  # never a value
+        assert value not in done.stderr
+    error = json_error(faxws(*args, "--json"))
+    assert error["message"] == message
+
+
+@pytest.mark.parametrize("args", MISUSES[:12], ids=[str(i) for i in range(12)])
+def test_an_unquoted_value_after_a_secret_is_not_shown(args: list[str]) -> None:
+    done = faxws(*args, "two", "words")
+    assert done.returncode == 2
+    shown = done.stdout + done.stderr
+    assert [form for form in secret_forms(MARKER) if form in shown] == [], shown

@@ -425,7 +425,9 @@ def _main(words: list[str], out: Outcome) -> int:
         c for a in actions if isinstance(a, argparse._SubParsersAction) for c in a.choices
     }
     try:
-        args = parser.parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        if extra:  # said by the command they were given to, with its usage
+            _command_of(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     except _ParseError as exc:
         return out.usage(_safe_message(exc, parser, words, out.secrets), exc.parser)
     out.prog = f"faxws {args.command}"
@@ -441,6 +443,18 @@ def _main(words: list[str], out: Outcome) -> int:
         if isinstance(exc, FaxWSError):
             return out.error(exc)
         return out.internal(exc, verbose=bool(getattr(args, "verbose", False)))
+
+
+def _command_of(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` were parsed for (``faxws batch send``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _command_of(action.choices[chosen], args)
+    return parser
 
 
 def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -496,7 +510,8 @@ def _safe_message(
         # lands here. argparse joined the words with spaces; a value with spaces stays hidden.
         shown: list[str] = []
         hidden = False
-        for word in message[len("unrecognized arguments: ") :].split(" "):
+        stray = message[len("unrecognized arguments: ") :].split(" ")
+        for word in stray:
             option = word.split("=", 1)[0]
             if re.fullmatch(r"--?[a-z][a-z0-9-]{0,40}", option) and option not in secrets:
                 if option not in shown:
@@ -504,8 +519,35 @@ def _safe_message(
                 hidden = hidden or option != word
             else:
                 hidden = True
+        split = None if shown else _split_value(error.parser, words, set(stray))
+        if split is not None:
+            example = _QUOTED.get(split, '"..."')
+            return (
+                f"argument {split}: takes one value, and words that no argument takes follow "
+                f"it (values are not shown); quote a value with spaces: {split} {example}"
+            )
         text = f": {', '.join(shown)}" if shown else ""
         return f"unrecognized arguments{text}{' (values are not shown)' if hidden else ''}"
     if message.startswith("ambiguous option: ") and " could match " in message:
         return "ambiguous option: it could match " + message.rpartition(" could match ")[2]
     return "invalid arguments (see --help)"
+
+
+#: A value with spaces of an option, quoted as a shell wants it.
+_QUOTED = {"--to": '"+1 555 0100"', "--name": '"Ada Lovelace"', "--company": '"Example Ltd"'}
+
+
+def _split_value(
+    parser: argparse.ArgumentParser, words: Sequence[str], stray: Collection[str]
+) -> str | None:
+    """The option of ``parser`` taking one value whose value a stray word follows: a value
+    with spaces given without quotes (``--to +1 555 0100``)."""
+    single = {o for a in parser._actions if a.nargs is None for o in a.option_strings}
+    for i, word in enumerate(words):
+        option, equals, _ = word.partition("=")
+        if option not in single:
+            continue
+        after = i + (1 if equals else 2)
+        if after < len(words) and words[after] in stray and not words[after].startswith("-"):
+            return option
+    return None
