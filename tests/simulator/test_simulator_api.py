@@ -14,7 +14,7 @@ import requests
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType, Recipient, ServiceError
 from faxws.pytest_plugin import SimulatorFactory
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, FaxWSSimulator, ManualClock
+from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, Fault, FaxWSSimulator, ManualClock
 
 PDF = b"%PDF-1.4 first page"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
@@ -154,9 +154,10 @@ def test_bad_lookups_get_a_json_error_naming_the_problem(
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("PUT", "/api/jobs", "GET, DELETE"),
-        ("POST", "/api/jobs/1", "GET"),
-        ("GET", "/api/faults", "POST"),
+        ("PUT", "/api/jobs", "GET, HEAD, DELETE"),
+        ("POST", "/api/jobs/1", "GET, HEAD, DELETE"),
+        ("PUT", "/api/faults", "GET, HEAD, POST, DELETE"),
+        ("GET", "/api/reset", "POST"),
     ],
 )
 def test_other_methods_are_not_allowed(
@@ -203,19 +204,93 @@ def test_stop_ends_a_wait_for_jobs() -> None:
     assert len(outcome) == 1
 
 
-def test_clearing_needs_a_header_a_page_cannot_send(faxws_simulator: FaxWSSimulator) -> None:
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("DELETE", "/api/jobs"),
+        ("DELETE", "/api/jobs/1"),
+        ("DELETE", "/api/requests"),
+        ("DELETE", "/api/faults"),
+        ("POST", "/api/reset"),
+    ],
+)
+def test_clearing_needs_a_header_a_page_of_another_site_cannot_send(
+    faxws_simulator: FaxWSSimulator, method: str, path: str
+) -> None:
     with client(faxws_simulator) as c:
         c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
-    refused = requests.delete(faxws_simulator.url + "/api/jobs", timeout=60)
+    faxws_simulator.inject(Fault.http_status(503), operation="CancelFax")
+    url = faxws_simulator.url + path
+    refused = requests.request(method, url, timeout=60)
     assert (refused.status_code, refused.json()) == (
         403,
-        {"error": "DELETE needs a JSON body or an X-FaxWS-Client header"},
+        {"error": f"{method} needs a JSON body or an X-FaxWS-Client header"},
     )
-    assert len(faxws_simulator.jobs) == 1
-    answer = requests.delete(faxws_simulator.url + "/api/jobs", headers=CLIENT, timeout=60)
-    assert (answer.status_code, answer.json()) == (200, {"cleared": True})
-    assert faxws_simulator.jobs == []
+    # With the header, but a browser says another site sent it.
+    for foreign in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},
+    ):
+        refused = requests.request(method, url, headers={**CLIENT, **foreign}, timeout=60)
+        assert (refused.status_code, refused.json()) == (
+            403,
+            {"error": f"{method} from another site is refused"},
+        ), foreign
+    assert (len(faxws_simulator.jobs), len(faxws_simulator.requests)) == (1, 1)
+    assert len(faxws_simulator._state.faults.pending()) == 1
+    own = {"Origin": faxws_simulator.url, "Sec-Fetch-Site": "same-origin", **CLIENT}
+    assert requests.request(method, url, headers=own, timeout=60).status_code == 200
+
+
+def test_each_delete_clears_one_kind_of_thing_and_reset_clears_all(
+    faxws_simulator: FaxWSSimulator,
+) -> None:
+    def state() -> tuple[int, int, int]:
+        sim = faxws_simulator
+        return len(sim.jobs), len(sim.requests), len(sim._state.faults.pending())
+
+    def call(method: str, path: str) -> Any:
+        answer = requests.request(method, faxws_simulator.url + path, headers=CLIENT, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    with client(faxws_simulator) as c:
+        for _ in range(3):
+            c.send_fax(["+1 5", "+1 6"], [FaxFile(PDF, FileType.PDF)])
+    faxws_simulator.inject(Fault.http_status(503), operation="CancelFax", times=2)
+    faxws_simulator.inject(Fault.html_500(), operation="GetFaxStatus")
+    assert state() == (3, 3, 2)
+    assert call("DELETE", "/api/jobs/SIM00000003") == {
+        "deleted": True,
+        "id": "2",
+        "job_ids": ["SIM00000003", "SIM00000004"],
+    }
+    assert call("DELETE", "/api/jobs/1") == {
+        "deleted": True,
+        "id": "1",
+        "job_ids": ["SIM00000001", "SIM00000002"],
+    }
+    assert [j.id for j in faxws_simulator.jobs] == ["3"]
     assert get(faxws_simulator, "/api/jobs/1").status_code == 404
+    gone = requests.delete(faxws_simulator.url + "/api/jobs/1", headers=CLIENT, timeout=60)
+    assert (gone.status_code, gone.json()) == (404, {"error": "no job 1"})
+    with client(faxws_simulator) as c, pytest.raises(ServiceError) as info:
+        c.get_fax_broadcast_report("SIM00000001")  # unknown to the operations too
+    assert info.value.code == -5019
+    assert state() == (1, 4, 2)
+    assert call("DELETE", "/api/faults") == {"cleared": True, "faults": 2}
+    assert state() == (1, 4, 0)
+    assert call("DELETE", "/api/requests") == {"cleared": True, "requests": 4}
+    assert state() == (1, 0, 0)
+    assert call("DELETE", "/api/jobs") == {"cleared": True, "jobs": 1}
+    assert state() == (0, 0, 0)
+    with client(faxws_simulator) as c:
+        assert c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)]).job_ids == ("SIM00000001",)
+    faxws_simulator.inject(Fault.html_500())
+    assert call("POST", "/api/reset") == {"cleared": True, "jobs": 1, "requests": 1, "faults": 1}
+    assert state() == (0, 0, 0)
 
 
 def test_faults_are_injected_for_an_operation(faxws_simulator: FaxWSSimulator) -> None:

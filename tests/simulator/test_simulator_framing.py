@@ -297,5 +297,5 @@ def test_requests_sent_back_to_back_are_each_answered_in_order(sim: FaxWSSimulat
     got = answers(data, heads=(2,))
     assert [status for status, _, _ in got] == [200] * 6
     assert json.loads(got[1][2])["total"] == 1
-    assert json.loads(got[3][2]) == {"cleared": True}
+    assert json.loads(got[3][2]) == {"cleared": True, "jobs": 1}
     assert json.loads(got[5][2])["total"] == 0

@@ -450,7 +450,12 @@ def test_records_are_found_by_number_through_pruning() -> None:
     ]
     assert state._retained_bytes == 10
     count, newest = state.recent_requests(10)
-    assert (count, [r.received_at for r in newest]) == (3, [4999.0, 4998.0, 4997.0])
+    assert (count, [(n, r.received_at) for n, r in newest]) == (
+        3,
+        [(5000, 4999.0), (4999, 4998.0), (4998, 4997.0)],  # numbered from 1
+    )
+    assert state.request(4998) == records[0]
+    assert state.request(4997) is None  # forgotten
     assert state.recent_refusals(10, 10) == []
     assert len(state.requests) == 3
 

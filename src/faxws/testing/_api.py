@@ -1,305 +1,438 @@
-"""The simulator's REST API, JSON on the service's port, for tests in any language.
+"""The simulator's REST API, JSON on the service's port, for tests in any language. Every
+route is in :data:`ROUTES` (what is served) and in ``/api/openapi.json`` (what is described,
+:mod:`faxws.testing._openapi`); the tests hold the two to each other.
 
-    GET    /api/jobs[?min=N&timeout=S&limit=L]   newest first; waits for at least N jobs
+    GET    /api/jobs[?min=N&timeout=S&limit=L&q=TEXT]  newest first; waits for N jobs
+    DELETE /api/jobs                            forget every job (requests and faults stay)
     GET    /api/jobs/{id}                       by the job's number or one of its job ids
+    DELETE /api/jobs/{id}                       forget that job
+    GET    /api/jobs/{id}/timeline              each recipient's life, moment by moment
+    GET    /api/jobs/{id}/request               the request that sent it, secrets masked
+    PUT    /api/jobs/{id}/outcome               {"outcome": name[, "pages": N]}
     GET    /api/jobs/{id}/files/{index}         the document's bytes
-    PUT    /api/jobs/{id}/outcome               {"outcome": name[, "pages": N]}: what happens
-                                                to a job id, or to every recipient of a job
-    DELETE /api/jobs                            forget jobs, requests and pending faults
+    GET    /api/jobs/{id}/files/{index}/preview a TIFF's page as PNG (with Pillow)
     GET    /api/requests[?limit=L]              newest first, secrets masked
+    DELETE /api/requests                        forget every request record
+    GET    /api/requests/{id}                   one request
+    GET    /api/faults                          the injected faults still pending
     POST   /api/faults                          {"fault": kind, ..., "operation", "times"}
+    DELETE /api/faults                          forget the pending faults
+    POST   /api/reset                           forget everything (sim.reset())
+    GET    /api/events                          server-sent events: something changed
+    GET    /api/openapi.json                    this API, described
 
-A POST, PUT or DELETE must carry ``Content-Type: application/json`` or an ``X-FaxWS-Client``
-header: a page on another origin can send neither without a CORS preflight, which the
-simulator never grants, so it cannot clear the inbox or inject faults.
+HEAD is served wherever GET is. A query parameter a route does not take is refused (400,
+naming it); ``token`` (the API token) is taken everywhere. A POST, PUT or DELETE must carry
+``Content-Type: application/json`` or an ``X-FaxWS-Client`` header: a page on another origin
+can send neither without a CORS preflight, which the simulator never grants, so it cannot
+clear the inbox or inject faults; one whose Origin or Sec-Fetch-Site says it came from
+another site is refused whatever it carries.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from faxws._protocol.redact import redact
 from faxws.errors import BadInputError
+from faxws.testing import _events, _openapi, _preview
 from faxws.testing._answers import RejectError
 from faxws.testing._durable import StoreError
 from faxws.testing._faults import KINDS
 from faxws.testing._life import Plan
-from faxws.testing._progress import JobProgress, PushRecord, clock_time, make_plan
-from faxws.testing._records import (
-    ReceivedFile,
-    ReceivedRequest,
-    SimulatedJob,
-    body_secrets,
-    masked,
-    text_of,
+from faxws.testing._progress import make_plan, timeline
+from faxws.testing._records import ReceivedFile, SimulatedJob
+from faxws.testing._state import forget_files
+from faxws.testing._views import (
+    fault_json,
+    file_kind,
+    job_json,
+    moment_json,
+    request_json,
 )
 
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
-    from faxws.testing._state import State
 
-__all__ = ["MAX_WAIT", "PREFIX", "file_type_of", "handle", "job_json", "timestamp"]
+__all__ = ["EVENTS", "INBOX_CLIENT", "MAX_WAIT", "PREFIX", "ROUTES", "Route", "handle", "send_json"]
 
 PREFIX = "/api/"
+#: The event stream's path.
+EVENTS = "/api/events"
 #: The longest ``?timeout=`` a request may wait for jobs.
 MAX_WAIT = 300.0
+#: The X-FaxWS-Client value the inbox's own calls carry: they are not logged.
+INBOX_CLIENT = "inbox"
 _DEFAULT_LIMIT = 100
 _MAX_LIMIT = 100_000
-_BODY_SHOWN = 64 * 1024  # characters of a request body the API shows
 _MAX_JSON = 64 * 1024
-#: What a browser can show, by the first bytes of a document.
-_MAGIC = (
-    (b"%PDF-", "application/pdf", "pdf"),
-    (b"\x89PNG\r\n\x1a\n", "image/png", "png"),
-    (b"\xff\xd8\xff", "image/jpeg", "jpg"),
-    (b"GIF87a", "image/gif", "gif"),
-    (b"GIF89a", "image/gif", "gif"),
-)
+_MAX_QUERY = 200  # characters of a search
 
 
-class _ApiError(Exception):
+class ApiError(Exception):
     def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
         super().__init__(message)
         self.status, self.message = status, message
         self.headers = dict(headers or {})
 
 
-def timestamp(seconds: float) -> str:
-    """ISO 8601 in UTC, to the millisecond; the number of seconds itself for a moment no
-    date can show (beyond the year 9999, with a slow time scale), rather than no answer."""
-    try:
-        moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return repr(seconds)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+Action = Callable[["Handler", dict[str, str], dict[str, str]], None]
 
 
-def file_type_of(received: ReceivedFile) -> tuple[str, str]:
-    """The media type and file name extension of a document, by its first bytes."""
-    with received.open() as f:
-        head = f.read(16)
-    for magic, media, extension in _MAGIC:
-        if head.startswith(magic):
-            return media, extension
-    return "application/octet-stream", "bin"
+@dataclass(frozen=True)
+class Route:
+    """A path (``{name}`` stands for one segment) and what each method does there: an
+    action taking the handler, the path's values and the query's, and the query parameters
+    it takes."""
 
+    path: str
+    methods: Mapping[str, tuple[Action, tuple[str, ...]]]
 
-def job_json(state: State, job: SimulatedJob) -> dict[str, Any]:
-    """A job as received, each recipient with where its job is now (NotifyAuthPassword
-    masked, in the NotifyDestination too, and the destination's user information)."""
-    scale = state.time_scale
-    return {
-        "id": job.id,
-        "job_ids": list(job.job_ids),
-        "user_id": job.user_id,
-        "auth_mode": job.auth_mode,
-        "request_id": job.request_id,
-        "received_at": timestamp(job.received_at),
-        "operation": job.operation,
-        "reference_id": job.reference_id,
-        "pages": job.pages,
-        "scheduled_start": timestamp(clock_time(job, job.start_after, scale)),
-        "expires_at": timestamp(clock_time(job, job.expires_after, scale)),
-        "details": job.shown_details(),
-        "recipients": [
-            {
-                "fax_number": r.recip_fax_number,
-                "company": r.recip_company,
-                "title": r.recip_title,
-                "name": r.recip_name,
-                "secure_csid": r.recip_secure_csid,
-                **progress_json(p),
-            }
-            for r, p in zip(job.recipients, state.progresses(job), strict=True)
-        ],
-        "files": [
-            {"index": f.index, "file_type": f.file_type, "size": f.size, "sha256": f.sha256}
-            for f in job.files
-        ],
-        "deviations": list(job.deviations),
-    }
+    def match(self, parts: list[str]) -> dict[str, str] | None:
+        mine = self.path.split("/")
+        if len(mine) != len(parts):
+            return None
+        values = {}
+        for pattern, part in zip(mine, parts, strict=True):
+            if pattern.startswith("{"):
+                if not part:
+                    return None
+                values[pattern[1:-1]] = part
+            elif pattern != part:
+                return None
+        return values
 
-
-def progress_json(p: JobProgress) -> dict[str, Any]:
-    return {
-        "job_id": p.job_id,
-        "status": int(p.status),
-        "description": p.description,
-        "recipient_state": p.recipient_state,
-        "pages_sent": p.pages_sent,
-        "pages_total": p.pages_total,
-        "attempts": p.attempts,
-        "outcome": p.outcome,
-        "outcome_pages": p.pages_before_failure if p.outcome == "fails-after-pages" else None,
-        "ended_at": _moment(p.ended_at),
-        "delivery_date_time": p.delivered_at_text,
-        "duration": p.duration,
-        "remote_csid": p.remote_csid,
-        "cancelled_at": _moment(p.cancelled_at),
-        "push": None if p.push is None else push_json(p.push),
-    }
-
-
-def push_json(push: PushRecord) -> dict[str, Any]:
-    return {
-        "state": push.state,
-        "attempts": push.attempts,
-        "result": push.result,
-        "at": _moment(push.at),
-        "next_at": _moment(push.next_at) if push.state == "pending" else None,
-    }
-
-
-def _moment(seconds: float | None) -> str | None:
-    return None if seconds is None else timestamp(seconds)
-
-
-def request_json(request: ReceivedRequest) -> dict[str, Any]:
-    """A request with every credential masked: the Authorization value, strPIN, and the
-    accounts' secrets in any spelling."""
-
-    text = text_of(request.body) if request.body_retained else None
-    # The body's own secrets (a push's password) may be quoted by its deviations.
-    secrets = request._secrets | (body_secrets(text) if text is not None else set())
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redact(text, secrets)
-
-    body = None if text is None else masked(text, secrets)
-    return {
-        "method": request.method,
-        "path": clean(request.path),
-        "operation": request.operation,
-        "request_id": clean(request.header("x-ch-request-id")),
-        "received_at": timestamp(request.received_at),
-        "status": request.status,
-        "refusal": clean(request.refusal),
-        "fault": request.fault,
-        "deviations": [clean(d) for d in request.deviations],
-        "headers": request.masked_headers(),
-        "body_size": request.body_size,
-        "body": None if body is None else body[:_BODY_SHOWN],
-        "body_truncated": body is not None and len(body) > _BODY_SHOWN,
-    }
+    def allowed(self) -> str:
+        """The Allow header's value: HEAD wherever GET is."""
+        names = list(self.methods)
+        if "GET" in names:
+            names.insert(names.index("GET") + 1, "HEAD")
+        return ", ".join(names)
 
 
 def handle(handler: Handler, path: str, query: str) -> None:
     """Answer one request under :data:`PREFIX`."""
     try:
-        _route(handler, path, _params(query))
-    except _ApiError as error:
-        _send_json(handler, error.status, {"error": error.message}, error.headers)
+        _dispatch(handler, path, query)
+    except ApiError as error:
+        send_json(handler, error.status, {"error": error.message}, error.headers)
     except RejectError as reject:  # the body could not be read (too large, bad length)
-        _send_json(handler, reject.status, {"error": reject.reason})
+        send_json(handler, reject.status, {"error": reject.reason})
 
 
-def _route(handler: Handler, path: str, params: dict[str, str]) -> None:
-    sim = handler.server.sim
-    state = sim._state
-    parts = path[len(PREFIX) :].split("/")
-    method = handler.command
-    if parts == ["jobs"]:
-        if method == "GET":
-            count = _int(params, "min", 0, 0, _MAX_LIMIT)
-            wait = _seconds(params, "timeout")
-            limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
-            if count:
-                state.wait_for_jobs(count, wait)
-            total, newest = state.recent_jobs(limit)
-            jobs = [job_json(state, j) for j in newest]
-            _send_json(handler, 200, {"total": total, "jobs": jobs})
-            return
-        if method == "DELETE":
-            _read_body(handler, json_required=False)
-            sim.reset()
-            _send_json(handler, 200, {"cleared": True})
-            return
-        raise _not_allowed("GET, DELETE")
-    if len(parts) == 2 and parts[0] == "jobs":
-        _only(method, "GET")
-        job = _job(state.by_id.get(parts[1]) or state.job(parts[1]), parts[1])
-        _send_json(handler, 200, job_json(state, job))
+def _dispatch(handler: Handler, path: str, query: str) -> None:
+    parts = path.split("/")
+    for route in ROUTES:
+        values = route.match(parts)
+        if values is None:
+            continue
+        method = "GET" if handler.command == "HEAD" else handler.command
+        if method not in route.methods:
+            raise ApiError(405, "method not allowed", {"Allow": route.allowed()})
+        action, takes = route.methods[method]
+        params = _params(query)
+        unknown = sorted(set(params) - {*takes, "token"})
+        if unknown:
+            named = ", ".join(unknown)
+            known = ", ".join(takes) if takes else "no query parameters"
+            raise ApiError(
+                400,
+                f"unknown query parameter{'s' if len(unknown) > 1 else ''} {named}: "
+                f"{method} {route.path} takes {known}",
+            )
+        if method not in ("GET", "HEAD"):
+            _same_site(handler)
+        action(handler, values, params)
         return
-    if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "outcome":
-        _only(method, "PUT")
-        plan = _plan(_read_body(handler, json_required=True))
-        try:
-            changed = state.set_outcome(parts[1], plan)
-        except KeyError:
-            raise _ApiError(404, f"no job {parts[1]}") from None
-        except ValueError as exc:  # the job has ended
-            raise _ApiError(409, str(exc)) from None
-        except StoreError as exc:
-            raise _ApiError(500, f"the simulator cannot keep the outcome: {exc}") from None
-        _send_json(handler, 200, job_json(state, changed))
-        return
-    if len(parts) == 4 and parts[0] == "jobs" and parts[2] == "files":
-        _only(method, "GET")
-        job = _job(state.by_id.get(parts[1]), parts[1])
-        found = next((f for f in job.files if str(f.index) == parts[3]), None)
-        if found is None:
-            raise _ApiError(404, f"job {parts[1]} has no file {parts[3]}")
-        _send_file(handler, job, found, download=params.get("download") == "1")
-        return
-    if parts == ["requests"]:
-        _only(method, "GET")
-        limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
-        total, recent = state.recent_requests(limit)
-        _send_json(handler, 200, {"total": total, "requests": [request_json(r) for r in recent]})
-        return
-    if parts == ["faults"]:
-        _only(method, "POST")
-        spec = _read_body(handler, json_required=True)
-        fault, operation, times = _fault(spec)
-        try:
-            sim.inject(fault, operation=operation, times=times)
-        except ValueError as exc:
-            raise _ApiError(400, str(exc)) from None
-        _send_json(handler, 201, {"fault": fault.kind, "operation": operation, "times": times})
-        return
-    raise _ApiError(404, f"no such resource: {path}")
+    raise ApiError(404, f"no such resource: {path}")
+
+
+# -- jobs -------------------------------------------------------------------------------------
+
+
+def _list_jobs(handler: Handler, _: dict[str, str], params: dict[str, str]) -> None:
+    state = handler.server.sim._state
+    count = _int(params, "min", 0, 0, _MAX_LIMIT)
+    wait = _seconds(params, "timeout")
+    limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
+    wanted = params.get("q")
+    if wanted is not None and len(wanted) > _MAX_QUERY:
+        raise ApiError(400, f"q must be at most {_MAX_QUERY} characters")
+    if count:
+        state.wait_for_jobs(count, wait)
+    total, newest = state.recent_jobs(limit) if wanted is None else state.search_jobs(wanted, limit)
+    send_json(handler, 200, {"total": total, "jobs": [job_json(state, j) for j in newest]})
+
+
+def _clear_jobs(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    _read_body(handler, json_required=False)
+    forgotten = handler.server.sim._state.clear_jobs()
+    forget_files(forgotten)
+    send_json(handler, 200, {"cleared": True, "jobs": len(forgotten)})
+
+
+def _get_job(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    send_json(handler, 200, job_json(handler.server.sim._state, _job(handler, values["id"])))
+
+
+def _delete_job(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    _read_body(handler, json_required=False)
+    state = handler.server.sim._state
+    try:
+        job = state.delete_job(_job(handler, values["id"]).id)
+    except StoreError as exc:
+        raise ApiError(500, f"the simulator cannot forget the job: {exc}") from None
+    if job is None:  # deleted by another request in between
+        raise ApiError(404, f"no job {values['id']}")
+    forget_files([job])
+    send_json(handler, 200, {"deleted": True, "id": job.id, "job_ids": list(job.job_ids)})
+
+
+def _timeline(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    state = handler.server.sim._state
+    job = _job(handler, values["id"])
+    now, scale = state.clock(), state.time_scale
+    recipients = [
+        {
+            "job_id": job_id,
+            "fax_number": recipient.recip_fax_number,
+            "moments": [moment_json(m) for m in timeline(job, track, now, scale)],
+        }
+        for job_id, recipient, track in zip(
+            job.job_ids, job.recipients, state.tracks_of(job), strict=True
+        )
+    ]
+    send_json(handler, 200, {"id": job.id, "recipients": recipients})
+
+
+def _job_request(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    job = _job(handler, values["id"])
+    number = job._request
+    record = None if number is None else handler.server.sim._state.request(number)
+    if number is None or record is None:
+        raise ApiError(404, f"the request of job {job.id} is no longer kept")
+    send_json(handler, 200, request_json(number, record))
+
+
+def _set_outcome(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    state = handler.server.sim._state
+    plan = _plan(_read_body(handler, json_required=True))
+    key = values["id"]
+    try:
+        changed = state.set_outcome(key, plan)
+    except KeyError:
+        raise ApiError(404, f"no job {key}") from None
+    except ValueError as exc:  # the job has ended
+        raise ApiError(409, str(exc)) from None
+    except StoreError as exc:
+        raise ApiError(500, f"the simulator cannot keep the outcome: {exc}") from None
+    send_json(handler, 200, job_json(state, changed))
+
+
+def _get_file(handler: Handler, values: dict[str, str], params: dict[str, str]) -> None:
+    job, found = _file(handler, values)
+    download = params.get("download") == "1"
+    try:
+        kind = file_kind(found)
+        stream = found.open()
+    except FileNotFoundError:
+        raise ApiError(404, f"job {job.id} file {found.index} is gone") from None
+    name = f"job-{job.id}-file-{found.index}.{kind.extension}"
+    disposition = "inline" if kind.shown and not download else "attachment"
+    headers = {
+        "Content-Type": kind.media,
+        "Content-Disposition": f'{disposition}; filename="{name}"',
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+    if kind.media != "application/pdf":
+        # A document is shown, never run: nothing in it acts on this origin. (A sandboxed
+        # PDF would not be shown at all: the browser's viewer is refused in a sandbox.)
+        headers["Content-Security-Policy"] = "sandbox"
+    with stream:
+        handler.send_stream(200, headers, stream, found.size)
+
+
+def _get_preview(handler: Handler, values: dict[str, str], params: dict[str, str]) -> None:
+    job, found = _file(handler, values)
+    page = _int(params, "page", 1, 1, _preview.MAX_PAGES)
+    try:
+        png = _preview.png(found, page)
+    except _preview.PreviewError as exc:
+        raise ApiError(exc.status, f"job {job.id} file {found.index}: {exc}") from None
+    headers = {
+        "Content-Type": "image/png",
+        "Content-Disposition": f'inline; filename="job-{job.id}-file-{found.index}-{page}.png"',
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+        "Content-Security-Policy": "sandbox",
+    }
+    handler.send(200, headers, png)
+
+
+# -- requests, faults, everything ---------------------------------------------------------------
+
+
+def _list_requests(handler: Handler, _: dict[str, str], params: dict[str, str]) -> None:
+    limit = _int(params, "limit", _DEFAULT_LIMIT, 1, _MAX_LIMIT)
+    total, recent = handler.server.sim._state.recent_requests(limit)
+    listed = [request_json(number, r) for number, r in recent]
+    send_json(handler, 200, {"total": total, "requests": listed})
+
+
+def _clear_requests(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    _read_body(handler, json_required=False)
+    count = handler.server.sim._state.clear_requests()
+    send_json(handler, 200, {"cleared": True, "requests": count})
+
+
+def _get_request(handler: Handler, values: dict[str, str], _: dict[str, str]) -> None:
+    wanted = values["id"]
+    number = int(wanted) if wanted.isascii() and wanted.isdigit() and len(wanted) < 19 else 0
+    record = handler.server.sim._state.request(number)
+    if record is None:
+        raise ApiError(404, f"no request {wanted} (or no longer kept)")
+    send_json(handler, 200, request_json(number, record))
+
+
+def _list_faults(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    pending = handler.server.sim._state.faults.pending()
+    send_json(handler, 200, {"faults": [fault_json(*p) for p in pending]})
+
+
+def _add_fault(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    fault, operation, times = _fault(_read_body(handler, json_required=True))
+    try:
+        handler.server.sim.inject(fault, operation=operation, times=times)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    send_json(handler, 201, {"fault": fault.kind, "operation": operation, "times": times})
+
+
+def _clear_faults(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    _read_body(handler, json_required=False)
+    send_json(handler, 200, {"cleared": True, "faults": handler.server.sim._state.faults.clear()})
+
+
+def _reset(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    _read_body(handler, json_required=False)
+    state = handler.server.sim._state
+    with state.lock:
+        requests = len(state.requests)
+    faults = len(state.faults.pending())
+    jobs = state.reset()
+    forget_files(jobs)
+    cleared = {"cleared": True, "jobs": len(jobs), "requests": requests, "faults": faults}
+    send_json(handler, 200, cleared)
+
+
+def _events_stream(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    try:
+        _events.stream(handler)
+    except _events.TooManyStreamsError as exc:
+        raise ApiError(503, str(exc), {"Retry-After": "5"}) from None
+
+
+def _openapi_document(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
+    send_json(handler, 200, _openapi.document())
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(
+        "/api/jobs",
+        {"GET": (_list_jobs, ("min", "timeout", "limit", "q")), "DELETE": (_clear_jobs, ())},
+    ),
+    Route("/api/jobs/{id}", {"GET": (_get_job, ()), "DELETE": (_delete_job, ())}),
+    Route("/api/jobs/{id}/timeline", {"GET": (_timeline, ())}),
+    Route("/api/jobs/{id}/request", {"GET": (_job_request, ())}),
+    Route("/api/jobs/{id}/outcome", {"PUT": (_set_outcome, ())}),
+    Route("/api/jobs/{id}/files/{index}", {"GET": (_get_file, ("download",))}),
+    Route("/api/jobs/{id}/files/{index}/preview", {"GET": (_get_preview, ("page",))}),
+    Route(
+        "/api/requests",
+        {"GET": (_list_requests, ("limit",)), "DELETE": (_clear_requests, ())},
+    ),
+    Route("/api/requests/{id}", {"GET": (_get_request, ())}),
+    Route(
+        "/api/faults",
+        {"GET": (_list_faults, ()), "POST": (_add_fault, ()), "DELETE": (_clear_faults, ())},
+    ),
+    Route("/api/reset", {"POST": (_reset, ())}),
+    Route(EVENTS, {"GET": (_events_stream, ())}),
+    Route("/api/openapi.json", {"GET": (_openapi_document, ())}),
+)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _job(handler: Handler, wanted: str) -> SimulatedJob:
+    state = handler.server.sim._state
+    job = state.by_id.get(wanted) or state.job(wanted)
+    if job is None:
+        raise ApiError(404, f"no job {wanted}")
+    return job
+
+
+def _file(handler: Handler, values: dict[str, str]) -> tuple[SimulatedJob, ReceivedFile]:
+    job = _job(handler, values["id"])
+    found = next((f for f in job.files if str(f.index) == values["index"]), None)
+    if found is None:
+        raise ApiError(404, f"job {values['id']} has no file {values['index']}")
+    return job, found
 
 
 def _plan(spec: Any) -> Plan:
     if not isinstance(spec, dict):
-        raise _ApiError(400, "the body must be a JSON object")
+        raise ApiError(400, "the body must be a JSON object")
     unknown = sorted(set(spec) - {"outcome", "pages"})
     if unknown:
-        raise _ApiError(400, f"unknown field {unknown[0]!r}: the fields are outcome and pages")
+        raise ApiError(400, f"unknown field {unknown[0]!r}: the fields are outcome and pages")
     try:
         return make_plan(spec.get("outcome"), spec.get("pages"))
     except ValueError as exc:
-        raise _ApiError(400, str(exc)) from None
+        raise ApiError(400, str(exc)) from None
 
 
 def _fault(spec: Any) -> tuple[Any, str | None, int]:
     if not isinstance(spec, dict):
-        raise _ApiError(400, "the body must be a JSON object")
+        raise ApiError(400, "the body must be a JSON object")
     spec = dict(spec)
     kind = spec.pop("fault", None)
     operation = spec.pop("operation", None)
     times = spec.pop("times", 1)
     cls = KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise _ApiError(400, f"fault must be one of {', '.join(sorted(KINDS))}")
+        raise ApiError(400, f"fault must be one of {', '.join(sorted(KINDS))}")
     if operation is not None and not isinstance(operation, str):
-        raise _ApiError(400, "operation must be a string")
+        raise ApiError(400, "operation must be a string")
     if isinstance(times, bool) or not isinstance(times, int):
-        raise _ApiError(400, "times must be a whole number")
+        raise ApiError(400, "times must be a whole number")
     try:
         fault = cls(**spec)
     except TypeError:
         fields = ", ".join(f.name for f in dataclasses.fields(cls)) or "no other fields"
-        raise _ApiError(400, f"{kind} takes {fields}") from None
+        raise ApiError(400, f"{kind} takes {fields}") from None
     except (ValueError, BadInputError) as exc:
-        raise _ApiError(400, str(exc)) from None
+        raise ApiError(400, str(exc)) from None
     return fault, operation, times
+
+
+def _same_site(handler: Handler) -> None:
+    """Refuse a change a browser says came from another site (the custom header rule below
+    already keeps such pages out; this names them)."""
+    origin = handler.fields.get("origin")
+    host = handler.fields.get("host", "")
+    site = handler.fields.get("sec-fetch-site", "same-origin").lower()
+    if site not in ("same-origin", "none") or (
+        origin is not None and origin.lower() != f"http://{host}".lower()
+    ):
+        raise ApiError(403, f"{handler.command} from another site is refused")
 
 
 def _read_body(handler: Handler, *, json_required: bool) -> Any:
@@ -308,24 +441,24 @@ def _read_body(handler: Handler, *, json_required: bool) -> Any:
     if not is_json and (json_required or handler.fields.get("x-faxws-client") is None):
         # A page on another origin can send neither without a preflight.
         needed = "a JSON body" if json_required else "a JSON body or an X-FaxWS-Client header"
-        raise _ApiError(403, f"{handler.command} needs {needed}")
+        raise ApiError(403, f"{handler.command} needs {needed}")
     received = handler.receive(parse=False, limit=_MAX_JSON, whole=True)
     if not received.complete:
         handler.close_connection = True
-        raise _ApiError(400, "the body ended early")
+        raise ApiError(400, "the body ended early")
     if not is_json:
         return None
     try:
         return json.loads(received.body or b"null")
     except (ValueError, RecursionError):
-        raise _ApiError(400, "the body is not valid JSON") from None
+        raise ApiError(400, "the body is not valid JSON") from None
 
 
 def _params(query: str) -> dict[str, str]:
     try:
         parsed = parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=20)
     except ValueError:
-        raise _ApiError(400, "too many query parameters") from None
+        raise ApiError(400, "too many query parameters") from None
     return {k: v[-1] for k, v in parsed.items()}
 
 
@@ -336,10 +469,10 @@ def _int(params: dict[str, str], name: str, default: int, low: int, high: int) -
     # ASCII digits only: int() also takes "1_0", " 3" and other scripts' digits.
     digits = text[1:] if text.startswith("-") else text
     if not (digits.isascii() and digits.isdigit()) or len(digits) > 9:
-        raise _ApiError(400, f"{name} must be a whole number")
+        raise ApiError(400, f"{name} must be a whole number")
     value = int(text)
     if not low <= value <= high:
-        raise _ApiError(400, f"{name} must be from {low} to {high}")
+        raise ApiError(400, f"{name} must be from {low} to {high}")
     return value
 
 
@@ -348,28 +481,13 @@ def _seconds(params: dict[str, str], name: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise _ApiError(400, f"{name} must be a number of seconds") from None
+        raise ApiError(400, f"{name} must be a number of seconds") from None
     if not math.isfinite(value) or not 0 <= value <= MAX_WAIT:
-        raise _ApiError(400, f"{name} must be from 0 to {MAX_WAIT:g} seconds")
+        raise ApiError(400, f"{name} must be from 0 to {MAX_WAIT:g} seconds")
     return value
 
 
-def _job(job: SimulatedJob | None, wanted: str) -> SimulatedJob:
-    if job is None:
-        raise _ApiError(404, f"no job {wanted}")
-    return job
-
-
-def _only(method: str, allowed: str) -> None:
-    if method != allowed:
-        raise _not_allowed(allowed)
-
-
-def _not_allowed(allowed: str) -> _ApiError:
-    return _ApiError(405, "method not allowed", {"Allow": allowed})
-
-
-def _send_json(
+def send_json(
     handler: Handler, status: int, data: Any, headers: Mapping[str, str] | None = None
 ) -> None:
     body = json.dumps(data, ensure_ascii=False).encode()
@@ -383,25 +501,3 @@ def _send_json(
         },
         body,
     )
-
-
-def _send_file(handler: Handler, job: SimulatedJob, received: ReceivedFile, download: bool) -> None:
-    try:
-        media, extension = file_type_of(received)
-        stream = received.open()
-    except FileNotFoundError:
-        raise _ApiError(404, f"job {job.id} file {received.index} is gone") from None
-    name = f"job-{job.id}-file-{received.index}.{extension}"
-    disposition = "attachment" if download or media == "application/octet-stream" else "inline"
-    headers = {
-        "Content-Type": media,
-        "Content-Disposition": f'{disposition}; filename="{name}"',
-        "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "no-store",
-    }
-    if media != "application/pdf":
-        # A document is shown, never run: nothing in it acts on this origin. (A sandboxed
-        # PDF would not be shown at all: the browser's viewer is refused in a sandbox.)
-        headers["Content-Security-Policy"] = "sandbox"
-    with stream:
-        handler.send_stream(200, headers, stream, received.size)

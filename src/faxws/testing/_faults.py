@@ -9,6 +9,7 @@ while the answer is written.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -187,11 +188,13 @@ class _Injection:
 
 
 class Faults:
-    """The pending faults, each for the next ``times`` requests (of one operation, or any)."""
+    """The pending faults, each for the next ``times`` requests (of one operation, or any).
+    ``on_change`` is called, outside the lock, whenever the list changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[], None] | None = None) -> None:
         self._lock = threading.Lock()
         self._pending: list[_Injection] = []
+        self._on_change = on_change
 
     def add(self, fault: Fault, operation: str | None, times: int) -> None:
         if not isinstance(fault, Fault) or type(fault) is Fault:
@@ -204,25 +207,45 @@ class Faults:
             raise ValueError(f"times must be a whole number of at least 1, not {times!r}")
         with self._lock:
             self._pending.append(_Injection(fault, operation, times))
+        self._changed()
 
-    def clear(self) -> None:
+    def clear(self) -> int:
+        """Forget every pending fault; how many there were."""
         with self._lock:
-            self._pending = []
+            count, self._pending = len(self._pending), []
+        self._changed()
+        return count
+
+    def pending(self) -> list[tuple[Fault, str | None, int]]:
+        """Each pending fault, in the order they apply, with its operation and the requests
+        it is still for."""
+        with self._lock:
+            return [(i.fault, i.operation, i.remaining) for i in self._pending]
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
 
     def take(self, operation: str | None, *, before_read: bool) -> Fault | None:
         """The first pending fault for this stage and operation, counted as used."""
         if not self._pending:
             return None  # none injected: the common case, without the lock
         with self._lock:
-            for injection in self._pending:
-                if injection.remaining <= 0:
-                    continue
-                if before_read != isinstance(injection.fault, CloseBeforeRead):
-                    continue
-                if injection.operation is not None and injection.operation != operation:
-                    continue
-                injection.remaining -= 1
-                if injection.remaining == 0:
-                    self._pending.remove(injection)  # so a lookup never grows with use
-                return injection.fault
+            taken = self._take(operation, before_read)
+        if taken is not None:
+            self._changed()
+        return taken
+
+    def _take(self, operation: str | None, before_read: bool) -> Fault | None:
+        for injection in self._pending:
+            if injection.remaining <= 0:
+                continue
+            if before_read != isinstance(injection.fault, CloseBeforeRead):
+                continue
+            if injection.operation is not None and injection.operation != operation:
+                continue
+            injection.remaining -= 1
+            if injection.remaining == 0:
+                self._pending.remove(injection)  # so a lookup never grows with use
+            return injection.fault
         return None

@@ -144,6 +144,7 @@ class Handler(BaseHTTPRequestHandler):
     error_content_type = "text/plain"
 
     operation: str | None = None  # of the request being answered, for the log line
+    quiet = False  # whether the request being answered is the inbox's own: not logged
     headers: HTTPMessage = _NO_HEADERS
     # The request's header values without the whitespace around them: by lower-case name
     # (the first of each), and as they came.
@@ -169,6 +170,7 @@ class Handler(BaseHTTPRequestHandler):
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
         self.headers, self.pairs = _NO_HEADERS, []
         self._known = None
+        self.quiet = False
         self._unread, self._framing = 0, None
         try:
             self.raw_requestline = self.rfile.readline(65537)
@@ -257,8 +259,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One line per request on the ``faxws.simulator`` logger, at INFO: method, path
         (without its query, which may hold the API token), operation, status, request id;
-        whatever the request holds that is a secret is masked."""
-        if not _log.isEnabledFor(logging.INFO):
+        whatever the request holds that is a secret is masked. The inbox's own requests (its
+        pages, files, event stream and calls) are not logged: they would bury the others."""
+        if self.quiet or not _log.isEnabledFor(logging.INFO):
             return
         path = (self.path or "").partition("?")[0]
         line = (
@@ -327,7 +330,7 @@ class Handler(BaseHTTPRequestHandler):
                     return
             if not soap:
                 raise plain(415, "unsupported media type")
-            status, payload = self._service(received, fault, arrived, request_id)
+            status, payload = self._service(received, fault, arrived, request_id, ticket[1])
             headers = {"Content-Type": CONTENT_TYPE}
         except RejectError as reject:
             status, payload, refusal, fault = reject.status, reject.body, reject.reason, None
@@ -373,9 +376,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.send(401, {"Content-Type": "text/plain; charset=utf-8"}, text)
                 return
         if path.startswith(_api.PREFIX):
+            own = self.fields.get("x-faxws-client") == _api.INBOX_CLIENT
+            self.quiet = own or path == _api.EVENTS
             _api.handle(self, path, query)
         else:
-            _inbox.handle(self, path, required)
+            self.quiet = True
+            _inbox.handle(self, path, query, required)
 
     def _masked(self, text: str) -> str:
         return redact(text, self._secrets())
@@ -443,7 +449,12 @@ class Handler(BaseHTTPRequestHandler):
         return received
 
     def _service(
-        self, received: Received, fault: Fault | None, arrived: float, request_id: str | None
+        self,
+        received: Received,
+        fault: Fault | None,
+        arrived: float,
+        request_id: str | None,
+        number: int,
     ) -> tuple[int, bytes]:
         sim = self.server.sim
         if received.refusal is not None:
@@ -498,6 +509,7 @@ class Handler(BaseHTTPRequestHandler):
             error,
             arrived,
             sim._spool,
+            number,
         )
         return 200, document(handler(call))
 
@@ -556,6 +568,12 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(head)
             self.wfile.write(body)
 
+    def start_stream(self, status: int, headers: dict[str, str]) -> None:
+        """Begin an answer of no announced length, which ends when the connection closes
+        (an event stream); the caller writes it to :attr:`wfile`."""
+        self.close_connection = True
+        self.wfile.write(self._head(status, headers, None))
+
     def send_stream(
         self, status: int, headers: dict[str, str], stream: BinaryIO, size: int
     ) -> None:
@@ -572,9 +590,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(chunk)
             remaining -= len(chunk)
 
-    def _head(self, status: int, headers: dict[str, str], size: int) -> bytes:
+    def _head(self, status: int, headers: dict[str, str], size: int | None) -> bytes:
         """An answer's head as send_response, send_header and end_headers write it (none to
-        HTTP/0.9), with Connection: close when the connection closes after the answer."""
+        HTTP/0.9), with Connection: close when the connection closes after the answer, and
+        the body's ``size`` unless it is None."""
         self.log_request(status)
         closing = self._closing()
         if self.request_version == "HTTP/0.9":
@@ -586,7 +605,7 @@ class Handler(BaseHTTPRequestHandler):
             f"Date: {self.date_time_string()}",
             *(f"{name}: {value}" for name, value in headers.items()),
             *(["Connection: close"] if closing else []),
-            f"Content-Length: {size}",
+            *([] if size is None else [f"Content-Length: {size}"]),
         ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "strict")
 

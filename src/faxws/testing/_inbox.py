@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from faxws._protocol.redact import redact
-from faxws.testing._api import file_type_of, timestamp
 from faxws.testing._progress import JobProgress, clock_time
 from faxws.testing._records import ReceivedRequest, SimulatedJob
+from faxws.testing._views import file_kind, timestamp
 
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
@@ -50,7 +50,7 @@ def is_inbox_path(path: str) -> bool:
     return path == "/" or path.startswith("/jobs/")
 
 
-def handle(handler: Handler, path: str, token: str | None) -> None:
+def handle(handler: Handler, path: str, query: str, token: str | None) -> None:
     """Answer one request for an inbox page."""
     if handler.command not in ("GET", "HEAD"):
         text = b"method not allowed: the inbox only shows pages\n"
@@ -117,7 +117,7 @@ def _inbox(
     state: State,
     total: int,
     jobs: list[SimulatedJob],
-    refused: list[ReceivedRequest],
+    refused: list[tuple[int, ReceivedRequest]],
     token: str | None,
 ) -> str:
     rows = []
@@ -151,7 +151,7 @@ def _inbox(
         f"<td>{_e(r.operation or '')}</td><td>{_e(r.status)}</td>"
         f"<td class=refusal>{_e(redact(r.refusal or '', r._secrets))}</td>"
         "</tr>"
-        for r in refused
+        for _, r in refused
     ]
     shown = f" (newest {_SHOWN_JOBS} shown)" if total > _SHOWN_JOBS else ""
     return (
@@ -209,11 +209,11 @@ def _job(state: State, job: SimulatedJob, token: str | None) -> str:
     for f in job.files:
         source = f"/api/jobs/{job.id}/files/{f.index}"
         try:
-            media, _ = file_type_of(f)
+            media = file_kind(f).media
         except FileNotFoundError:
             documents.append(f"<p class=muted>Document {f.index} is gone.</p>")
             continue
-        if media.startswith("image/"):
+        if media.startswith("image/") and media != "image/tiff":
             shown = f'<img src="{_e(_url(source, token))}" alt="document {f.index}">'
         elif media == "application/pdf":
             shown = (

@@ -70,6 +70,8 @@ class Call:
     arrived: float
     #: Where documents too large for memory go.
     spool: Path | None = None
+    #: The number of the request's record.
+    request_number: int | None = None
 
 
 def send_fax(call: Call) -> FaxSendResponse:
@@ -118,6 +120,7 @@ def _submit(
             call.arrived,
             start_after=start_after,
             expires_after=expires_after,
+            request_number=call.request_number,
         )
     except StoreError as exc:
         raise server_fault(f"the simulator cannot keep the job: {exc}") from None

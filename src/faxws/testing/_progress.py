@@ -17,19 +17,23 @@ from datetime import datetime, timezone
 from faxws._protocol import assumptions as vendor
 from faxws.bindings import FaxJob
 from faxws.status import JobStatus
-from faxws.testing._life import OUTCOMES, Plan, Timing, state_at
+from faxws.testing._life import OUTCOMES, Plan, Timing, state_at, steps
+from faxws.testing._life import next_change as next_life_change
 from faxws.testing._pages import MAX_PAGES
 from faxws.testing._records import SimulatedJob
 
 __all__ = [
     "TIMING",
     "JobProgress",
+    "Moment",
     "PushRecord",
     "Track",
     "clock_time",
     "make_plan",
+    "next_change",
     "progress",
     "schedule",
+    "timeline",
     "ttfp",
 ]
 
@@ -130,7 +134,7 @@ def progress(
         fax_number=job.recipients[track.index].recip_fax_number,
         start_after=job.start_after,
         expires_after=job.expires_after,
-        cancelled_after=None if track.cancelled_at is None else simulated(track.cancelled_at),
+        cancelled_after=_cancelled_after(job, track, scale),
         timing=timing,
     )
     ended = life.ended_after
@@ -155,6 +159,88 @@ def progress(
         cancelled_at=track.cancelled_at,
         push=track.push,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """A moment of one recipient's job, for people: when (clock seconds), what kind of
+    moment (a step's kind, ``planned`` or ``push``), what happens, and whether it has."""
+
+    at: float
+    kind: str
+    text: str
+    done: bool
+
+
+def _cancelled_after(job: SimulatedJob, track: Track, scale: float) -> float | None:
+    if track.cancelled_at is None:
+        return None
+    return (track.cancelled_at - job.received_at) * scale
+
+
+def timeline(
+    job: SimulatedJob, track: Track, now: float, scale: float, timing: Timing = TIMING
+) -> list[Moment]:
+    """The life of ``job``'s recipient ``track.index`` as :func:`progress` lives it, from
+    submission to its end (the moments to come too, not done yet at clock time ``now``),
+    with the plan set through the API and the completion push, in order of time."""
+    told = steps(
+        track.plan,
+        job.pages,
+        start_after=job.start_after,
+        expires_after=job.expires_after,
+        cancelled_after=_cancelled_after(job, track, scale),
+        timing=timing,
+    )
+    moments = []
+    for step in told:
+        at = clock_time(job, step.after, scale)
+        if step.final and track.replanned_at is not None:
+            at = max(at, track.replanned_at)  # as progress() ends it
+        moments.append(Moment(at, step.kind, step.text, at <= now))
+    ended = moments[-1].at
+    if track.replanned_at is not None:
+        plan = track.plan
+        pages = (
+            f" after {plan.pages_before_failure} page(s)"
+            if plan.outcome == "fails-after-pages"
+            else ""
+        )
+        moments.append(
+            Moment(track.replanned_at, "planned", f"Outcome set to {plan.outcome}{pages}", True)
+        )
+    moments += _push_moments(track.push, ended, now)
+    return sorted(moments, key=lambda m: m.at)
+
+
+def _push_moments(push: PushRecord | None, ended: float, now: float) -> list[Moment]:
+    if push is None:
+        return []
+    if push.state == "skipped":
+        return [Moment(ended, "push", f"Push skipped: {push.result}", ended <= now)]
+    moments = []
+    if push.attempts and push.at is not None:
+        how = {"delivered": "delivered", "failed": "failed"}.get(push.state, "refused")
+        text = f"Push attempt {push.attempts}: {how} ({push.result})"
+        moments.append(Moment(push.at, "push", text, True))
+    if push.state == "pending":
+        at = max(ended, push.next_at or 0.0)
+        moments.append(Moment(at, "push", f"Push attempt {push.attempts + 1}", False))
+    return moments
+
+
+def next_change(job: SimulatedJob, track: Track, now: float, scale: float) -> float | None:
+    """The clock time after ``now`` at which anything :func:`progress` tells of ``job``'s
+    recipient ``track.index`` may change; None once its life has ended."""
+    due = next_life_change(
+        track.plan,
+        job.pages,
+        (now - job.received_at) * scale,
+        start_after=job.start_after,
+        expires_after=job.expires_after,
+        cancelled_after=_cancelled_after(job, track, scale),
+    )
+    return None if due is None else max(clock_time(job, due, scale), now)
 
 
 def make_plan(outcome: object, pages: object = None) -> Plan:

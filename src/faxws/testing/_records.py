@@ -248,6 +248,9 @@ class SimulatedJob:
     expires_after: float = DEFAULT_EXPIRY.total_seconds()
     """Simulated seconds from receipt until an undelivered fax gives up."""
     _notify_password: str = field(default="", repr=False)
+    # The number of the request that sent it, among the simulator's records (not kept in a
+    # database: the records are not).
+    _request: int | None = field(default=None, repr=False, compare=False)
 
     def shown_details(self) -> dict[str, Any] | None:
         """``details`` as the simulator shows them: the password masked wherever it is (in

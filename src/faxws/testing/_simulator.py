@@ -20,7 +20,7 @@ from pathlib import Path
 from faxws._protocol.checks import is_loopback
 from faxws.errors import BadInputError
 from faxws.testing._accounts import DEMO_ACCOUNT, Account, seconds
-from faxws.testing._clock import shown
+from faxws.testing._clock import ManualClock, shown
 from faxws.testing._durable import InUseError, JobStore
 from faxws.testing._faults import Fault
 from faxws.testing._http import Handler, Server
@@ -149,6 +149,7 @@ class FaxWSSimulator:
         self._threads: set[threading.Thread] = set()
         self._stopping = threading.Event()
         self._spool: Path | None = None
+        self._streams = 0  # event streams open
 
     @property
     def accounts(self) -> tuple[Account, ...]:
@@ -199,6 +200,8 @@ class FaxWSSimulator:
                 raise BadInputError("db", f"cannot be read: {exc}") from None
             self._spool = store.spool
         self._pusher.start()
+        if isinstance(self.clock, ManualClock):
+            self.clock._listen(self._state.touch)  # what the inbox shows moved on
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -216,6 +219,8 @@ class FaxWSSimulator:
         if server is None:
             return
         pusher = self._pusher.stop()  # a push under way is cut off
+        if isinstance(self.clock, ManualClock):
+            self.clock._forget(self._state.touch)
         self._stopping.set()  # delays and slow drips end now
         self._state.stop()  # and so do waits for jobs
         server.shutdown()  # the accept loop ends: no connection is added after this
@@ -347,6 +352,18 @@ class FaxWSSimulator:
         with self._lock:
             self._sockets.add(sock)
             self._threads.add(thread)
+
+    def _stream_opened(self, limit: int) -> bool:
+        """Count an event stream in, unless ``limit`` are open already."""
+        with self._lock:
+            if self._streams >= limit:
+                return False
+            self._streams += 1
+            return True
+
+    def _stream_closed(self) -> None:
+        with self._lock:
+            self._streams -= 1
 
     def _thread_ended(self, thread: threading.Thread) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ import contextlib
 import io
 import itertools
 import math
+import re
 import secrets
 import sqlite3
 import threading
@@ -81,10 +82,16 @@ class State:
         self.max_requests = max_requests
         self.max_jobs = max_jobs
         self.lock = threading.Lock()
-        # Notified when a job is added, and at stop: the API's ?min= waits on it.
+        # Notified at every change (see version), and at stop: the API's ?min= and the
+        # event stream wait on it.
         self.changed = threading.Condition(self.lock)
+        #: Counted up by every change anything shows: a request, a job, a recipient's track,
+        #: a pending fault, a reset, the manual clock moving on.
+        self.version = 0
+        #: Tells this simulator's versions from another's (one started after it, say).
+        self.instance = secrets.token_hex(4)
         self.stopping = False
-        self.faults = Faults()
+        self.faults = Faults(self.touch)
         self.issued: dict[str, tuple[str, float]] = {}  # token -> (user id, expiry)
         # The accounts and extra secrets _account_secrets and _known were found for.
         self._secrets_for: tuple[tuple[Account, ...], frozenset[str]] | None = None
@@ -108,7 +115,9 @@ class State:
         self.connections = 0
         self.token_requests = 0
         self._retained: deque[int] = deque()  # numbers of the requests that hold a body
-        self._first = 0  # the number of requests[0]: older records were forgotten
+        # The number of requests[0]: older records were forgotten. Numbers are never reused,
+        # so that a link to a request shows that one or none.
+        self._first = 1
         self._retained_bytes = 0
         self._document_bytes = 0  # of documents kept in memory
         self._job_counter = 0
@@ -116,29 +125,77 @@ class State:
         self.store: JobStore | None = None
         self._generation = 0  # of the records, counted up by reset()
 
+    def touch(self) -> None:
+        """Tell whoever waits for changes that something changed."""
+        with self.lock:
+            self._touched()
+
+    def _touched(self) -> None:
+        """Under the lock."""
+        self.version += 1
+        self.changed.notify_all()
+
     def reset(self) -> list[SimulatedJob]:
         """Forget requests, jobs, counters and pending faults; the jobs forgotten."""
         with self.lock:
-            forgotten = list(self.jobs)
-            self._generation += 1
-            self.requests = deque()
-            self._first = 0
-            self._retained = deque()
-            self._retained_bytes = 0
-            self.jobs = deque()
-            self.by_job_id = {}
-            self.by_id = {}
-            self.tracks = {}
-            self.by_reference = {}
-            self.pending_pushes = set()
-            self._document_bytes = 0
+            self._forget_requests()
+            forgotten = self._forget_jobs()
             self.connections = 0
             self.token_requests = 0
-            self._job_counter = 0
-            if self.store is not None:
-                self.store.clear(self._counters())
         self.faults.clear()
         return forgotten
+
+    def clear_jobs(self) -> list[SimulatedJob]:
+        """Forget every job (their job ids are given out again from the first); the jobs
+        forgotten, whose files the caller removes."""
+        with self.lock:
+            return self._forget_jobs()
+
+    def clear_requests(self) -> int:
+        """Forget every request record; how many there were."""
+        with self.lock:
+            return self._forget_requests()
+
+    def _forget_jobs(self) -> list[SimulatedJob]:
+        """Under the lock."""
+        forgotten = list(self.jobs)
+        self.jobs = deque()
+        self.by_job_id = {}
+        self.by_id = {}
+        self.tracks = {}
+        self.by_reference = {}
+        self.pending_pushes = set()
+        self._document_bytes = 0
+        self._job_counter = 0
+        if self.store is not None:
+            self.store.clear(self._counters())
+        self._touched()
+        return forgotten
+
+    def _forget_requests(self) -> int:
+        """Under the lock."""
+        count = len(self.requests)
+        self._generation += 1
+        self._first += count
+        self.requests = deque()
+        self._retained = deque()
+        self._retained_bytes = 0
+        self._touched()
+        return count
+
+    def delete_job(self, number: str) -> SimulatedJob | None:
+        """Forget the job numbered ``number`` (its job ids are then unknown to every
+        operation); the job, whose files the caller removes, or None if there is none."""
+        with self.lock:
+            job = self.by_id.get(number)
+            if job is None:
+                return None
+            if self.store is not None:
+                self.store.remove([job])
+            self.jobs.remove(job)  # a walk, but only here: no operation deletes a job
+            self._unindex(job)
+            self._touched()
+        return job
 
     # -- requests --
 
@@ -157,6 +214,7 @@ class State:
                     self._drop_body(self._retained.popleft())
                 self.requests.popleft()
                 self._first += 1
+            self._touched()
             return self._generation, number
 
     def _drop_body(self, number: int) -> None:
@@ -191,6 +249,13 @@ class State:
                 refusal=old.refusal if refusal is None else refusal,
                 fault=old.fault if fault is None else fault,
             )
+            self._touched()
+
+    def request(self, number: int) -> ReceivedRequest | None:
+        """The record numbered ``number``, while it is kept."""
+        with self.lock:
+            index = number - self._first
+            return self.requests[index] if 0 <= index < len(self.requests) else None
 
     def secrets_of(self, fields: Mapping[str, str]) -> frozenset[str]:
         """What a record of a request with header ``fields`` (by lower-case name) must
@@ -273,6 +338,7 @@ class State:
         *,
         start_after: float = 0.0,
         expires_after: float = vendor.DEFAULT_EXPIRY.total_seconds(),
+        request_number: int | None = None,
     ) -> SimulatedJob:
         # Small documents stay in memory while DOCUMENT_MEMORY lasts (concurrent jobs may
         # overshoot it by a few small documents); the others go to disk, and all of them do
@@ -326,6 +392,7 @@ class State:
                 start_after=start_after,
                 expires_after=expires_after,
                 _notify_password=password,
+                _request=request_number,
             )
             tracks = {
                 job_id: Track(n, plan_for_number(r.recip_fax_number), push=push)
@@ -345,7 +412,7 @@ class State:
             pruned = self._prune_jobs()
             if self.store is not None and pruned:
                 self.store.remove(pruned)
-            self.changed.notify_all()
+            self._touched()
         forget_files(pruned)
         if push is not None and push.state == "pending":
             self.on_change()
@@ -388,6 +455,7 @@ class State:
             pruned = self._prune_jobs()  # a smaller max_jobs than the last run's
             if pruned:
                 store.remove(pruned)
+            self._touched()
         forget_files(pruned)
         self.on_change()
 
@@ -404,41 +472,71 @@ class State:
         while len(self.jobs) > self.max_jobs:
             job = self.jobs.popleft()
             pruned.append(job)
-            del self.by_id[job.id]
-            for job_id in job.job_ids:
-                self.by_job_id.pop(job_id, None)
-                self.tracks.pop(job_id, None)
-                self.pending_pushes.discard(job_id)
-            key = (job.user_id, job.reference_id)
-            if job.reference_id and key in self.by_reference:
-                # The oldest job's ids are the first under its reference.
-                del self.by_reference[key][: len(job.job_ids)]
-                if not self.by_reference[key]:
-                    del self.by_reference[key]
-            self._document_bytes -= sum(f.size for f in job.files if f.path is None)
+            self._unindex(job)
         return pruned
+
+    def _unindex(self, job: SimulatedJob) -> None:
+        """Drop a job taken out of ``jobs`` from every lookup. Under the lock."""
+        del self.by_id[job.id]
+        for job_id in job.job_ids:
+            self.by_job_id.pop(job_id, None)
+            self.tracks.pop(job_id, None)
+            self.pending_pushes.discard(job_id)
+        key = (job.user_id, job.reference_id)
+        ids = self.by_reference.get(key) if job.reference_id else None
+        if ids is not None:
+            count = len(job.job_ids)
+            if tuple(ids[:count]) == job.job_ids:
+                del ids[:count]  # the oldest job's, as pruning finds them: at once
+            else:
+                ids[:] = [i for i in ids if i not in job.job_ids]
+            if not ids:
+                del self.by_reference[key]
+        self._document_bytes -= sum(f.size for f in job.files if f.path is None)
 
     def recent_jobs(self, limit: int) -> tuple[int, list[SimulatedJob]]:
         """How many jobs there are, and the newest ``limit`` of them, newest first."""
         with self.lock:
             return len(self.jobs), list(itertools.islice(reversed(self.jobs), limit))
 
-    def recent_requests(self, limit: int) -> tuple[int, list[ReceivedRequest]]:
-        """How many request records there are, and the newest ``limit``, newest first."""
+    def search_jobs(self, wanted: str, limit: int) -> tuple[int, list[SimulatedJob]]:
+        """How many jobs match ``wanted`` (see :func:`matches`), and the newest ``limit`` of
+        them, newest first. Walks every job: for people searching, never for a call."""
         with self.lock:
-            return len(self.requests), list(itertools.islice(reversed(self.requests), limit))
+            jobs = list(reversed(self.jobs))
+        found = [job for job in jobs if matches(job, wanted)]
+        return len(found), found[:limit]
 
-    def recent_refusals(self, limit: int, within: int) -> list[ReceivedRequest]:
-        """The newest ``limit`` refused requests among the newest ``within`` records."""
+    def recent_requests(self, limit: int) -> tuple[int, list[tuple[int, ReceivedRequest]]]:
+        """How many request records there are, and the newest ``limit`` with their numbers,
+        newest first."""
         with self.lock:
-            newest = itertools.islice(reversed(self.requests), within)
-            refused = (r for r in newest if r.refusal is not None)
+            last = self._first + len(self.requests) - 1
+            newest = itertools.islice(reversed(self.requests), limit)
+            return len(self.requests), [(last - n, r) for n, r in enumerate(newest)]
+
+    def recent_refusals(self, limit: int, within: int) -> list[tuple[int, ReceivedRequest]]:
+        """The newest ``limit`` requests refused or given an injected fault, with their
+        numbers, among the newest ``within`` records."""
+        with self.lock:
+            last = self._first + len(self.requests) - 1
+            newest = enumerate(itertools.islice(reversed(self.requests), within))
+            refused = (
+                (last - n, r) for n, r in newest if r.refusal is not None or r.fault is not None
+            )
             return list(itertools.islice(refused, limit))
 
     def wait_for_jobs(self, count: int, timeout: float) -> None:
         """Return once there are at least ``count`` jobs, or ``timeout`` has passed."""
         with self.changed:
             self.changed.wait_for(lambda: len(self.jobs) >= count or self.stopping, timeout)
+
+    def wait_for_change(self, version: int, timeout: float) -> int:
+        """The version once it differs from ``version``, or after ``timeout`` seconds, or
+        at stop (see :attr:`stopping`)."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.version != version or self.stopping, timeout)
+            return self.version
 
     def stop(self) -> None:
         with self.changed:
@@ -539,6 +637,11 @@ class State:
             if record.state != "pending":
                 self.pending_pushes.discard(job_id)
 
+    def tracks_of(self, job: SimulatedJob) -> list[Track]:
+        """What changed for each recipient of ``job``, in the recipients' order."""
+        with self.lock:
+            return [self.tracks.get(i) or _track(job, n) for n, i in enumerate(job.job_ids)]
+
     def _put(self, job: SimulatedJob, track: Track) -> None:
         """Replace a track, in the database too. Under the lock."""
         job_id = job.job_ids[track.index]
@@ -548,11 +651,34 @@ class State:
             except (sqlite3.Error, OSError) as exc:
                 raise StoreError(f"{type(exc).__name__}: {exc}") from None
         self.tracks[job_id] = track
+        self._touched()
 
 
 def _track(job: SimulatedJob, index: int) -> Track:
     """The track of a recipient whose job has none kept (a database of an earlier version)."""
     return Track(index, plan_for_number(job.recipients[index].recip_fax_number))
+
+
+_NOT_DIGITS = re.compile(r"\D")
+_DIAL_MARKS = re.compile(r"[\s()+./-]")
+
+
+def matches(job: SimulatedJob, wanted: str) -> bool:
+    """Whether ``wanted`` is found, ignoring case, in the job's number, its job ids, its
+    reference or request id, or a recipient's fax number, name, company or title; a number
+    is also found by its digits alone (``5550100`` finds ``+1 555 0100``)."""
+    wanted = wanted.strip().casefold()
+    texts = [job.id, *job.job_ids, job.reference_id, job.request_id or ""]
+    for r in job.recipients:
+        texts += [r.recip_fax_number, r.recip_name, r.recip_company, r.recip_title]
+    if any(wanted in text.casefold() for text in texts):
+        return True
+    digits = _DIAL_MARKS.sub("", wanted)
+    return (
+        digits.isascii()
+        and digits.isdigit()
+        and any(digits in _NOT_DIGITS.sub("", r.recip_fax_number) for r in job.recipients)
+    )
 
 
 def _pages_of(document: Document) -> int:

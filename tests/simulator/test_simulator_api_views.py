@@ -1,0 +1,289 @@
+"""The REST API's views of a job beyond its record: its timeline, the request that sent it
+(secrets masked), search, the pending faults, and TIFF previews."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from simulated_calls import START, cancel, move_to, send_ex
+
+from faxws import FaxClient, FaxFile, FileType, Recipient, ServiceError
+from faxws.testing import (
+    DEMO_PIN,
+    DEMO_USER_ID,
+    Account,
+    Fault,
+    FaxWSSimulator,
+    ManualClock,
+    _preview,
+)
+
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
+
+
+def get(sim: FaxWSSimulator, path: str) -> requests.Response:
+    return requests.get(sim.url + path, timeout=30)
+
+
+@pytest.fixture
+def manual() -> Iterator[tuple[FaxWSSimulator, ManualClock]]:
+    clock = ManualClock(START)
+    with FaxWSSimulator(clock=clock) as sim:
+        yield sim, clock
+
+
+def test_a_timeline_tells_each_recipients_life_with_the_moments_to_come(
+    manual: tuple[FaxWSSimulator, ManualClock],
+) -> None:
+    sim, clock = manual
+    send_ex(sim, "+1 500 555 0003", "+1 555 0100", reference_id="r-1")
+    move_to(clock, 10)
+    answer = get(sim, "/api/jobs/1/timeline")
+    assert answer.status_code == 200
+    timeline = answer.json()
+    assert timeline["id"] == "1"
+    busy, plain = timeline["recipients"]
+    assert (busy["job_id"], busy["fax_number"]) == ("SIM00000001", "+1 500 555 0003")
+    told = [(m["at"][11:19], m["kind"], m["text"], m["done"]) for m in busy["moments"]]
+    # 4 simulated seconds a second from 03:04:05: queued 2 s, dial 5 s, retry 300 s, a page 10 s.
+    assert told == [
+        ("03:04:05", "queued", "Queued", True),
+        ("03:04:05", "dialing", "Attempt 1: dialing", True),
+        ("03:04:06", "busy", "Attempt 1: the line was busy; next attempt in 300 s", True),
+        ("03:05:21", "dialing", "Attempt 2: dialing", False),
+        ("03:05:23", "sending", "Attempt 2: connected, sending 1 page", False),
+        ("03:05:25", "delivered", "Delivered: 1 page", False),
+    ]
+    assert [m["kind"] for m in plain["moments"]] == ["queued", "dialing", "sending", "delivered"]
+    assert all(m["done"] for m in plain["moments"])
+    assert get(sim, "/api/jobs/SIM00000002/timeline").json() == timeline  # by a job id too
+    assert get(sim, "/api/jobs/9/timeline").status_code == 404
+
+
+def test_a_timeline_shows_a_cancel_a_new_plan_and_the_push(
+    manual: tuple[FaxWSSimulator, ManualClock],
+) -> None:
+    sim, clock = manual
+    send_ex(
+        sim,
+        "+1 500 555 0007",
+        "+1 555 0101",
+        notify_type=3,
+        notify_destination="http://127.0.0.1:9/",
+    )
+    move_to(clock, 1)
+    cancel(sim, "SIM00000001")
+    assert sim.wait_for_pushes(60)  # its first attempt, at the cancel
+    changed = requests.put(
+        sim.url + "/api/jobs/SIM00000002/outcome", json={"outcome": "busy"}, timeout=30
+    )
+    assert changed.status_code == 200
+    move_to(clock, 10_000)
+    assert sim.wait_for_pushes(60)
+    first, second = get(sim, "/api/jobs/1/timeline").json()["recipients"]
+    kinds = [m["kind"] for m in first["moments"]]
+    assert kinds[:2] == ["queued", "dialing"]
+    assert "cancelled" in kinds
+    cancelled = next(m for m in first["moments"] if m["kind"] == "cancelled")
+    assert (cancelled["at"][11:19], cancelled["text"]) == ("03:04:06", "Cancelled")
+    pushes = [m for m in first["moments"] if m["kind"] == "push"]
+    # Port 9: nothing there. Tried when cancelled, and again when the clock moved on.
+    assert re.fullmatch(
+        r"Push attempt 2: refused \(ConnectionRefusedError: .*\)", pushes[0]["text"]
+    )
+    assert (pushes[0]["done"], pushes[-1]["done"]) == (True, False)  # the next attempt to come
+    planned = [m for m in second["moments"] if m["kind"] == "planned"]
+    assert [m["text"] for m in planned] == ["Outcome set to busy"]
+    life = [m for m in second["moments"] if m["kind"] not in ("planned", "push")]
+    assert (life[-1]["kind"], life[-1]["text"]) == (
+        "failed",
+        "Attempt 3: the line was busy; failed",
+    )
+
+
+SECRET_PIN = "pin-VIEWS-SECRET-77"
+
+
+def test_the_request_of_a_job_and_any_request_by_number_masks_every_secret() -> None:
+    with FaxWSSimulator([Account("mbx1", pin=SECRET_PIN)]) as sim:
+        with FaxClient(sim.url, user_id="mbx1", pin=SECRET_PIN) as c:
+            c.send_fax(["+1 555 0100"], [FaxFile(PDF, FileType.PDF)], request_id="r-1")
+        requests.get(sim.url + "/fax/v5", timeout=30)  # refused: 405
+        answer = get(sim, "/api/jobs/1/request")
+        assert answer.status_code == 200
+        assert SECRET_PIN not in answer.text
+        record = answer.json()
+        assert (record["id"], record["operation"], record["request_id"]) == (1, "SendFax", "r-1")
+        assert "<strPIN>***</strPIN>" in record["body"]
+        assert get(sim, "/api/requests/1").json() == record
+        refused = get(sim, "/api/requests/2").json()
+        assert (refused["id"], refused["method"], refused["status"]) == (2, "GET", 405)
+        for missing in ("/api/requests/3", "/api/requests/0", "/api/requests/x"):
+            assert get(sim, missing).status_code == 404
+        requests.delete(sim.url + "/api/requests", headers={"X-FaxWS-Client": "t"}, timeout=30)
+        gone = get(sim, "/api/jobs/1/request")
+        assert (gone.status_code, gone.json()) == (
+            404,
+            {"error": "the request of job 1 is no longer kept"},
+        )
+        with FaxClient(sim.url, user_id="mbx1", pin=SECRET_PIN) as c:
+            c.send_fax(["+1 555 0100"], [FaxFile(PDF, FileType.PDF)])
+        assert get(sim, "/api/jobs/2/request").json()["id"] == 3  # numbers are never reused
+
+
+def test_search_finds_jobs_by_number_name_job_id_or_reference(
+    faxws_simulator: FaxWSSimulator,
+) -> None:
+    from faxws import JobOptions
+
+    with FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as c:
+        c.send_fax([Recipient("+1 (555) 010-0", name="Ann Smith")], [FaxFile(PDF, 101)])
+        c.send_fax(
+            [Recipient("+44 20 7946 0000", company="ACME")],
+            [FaxFile(PDF, 101)],
+            options=JobOptions(reference_id="invoice-42"),
+        )
+        c.send_fax(["+1 555 0199"], [FaxFile(PDF, 101)], request_id="order-7")
+
+    def found(wanted: str) -> list[str]:
+        answer = requests.get(
+            faxws_simulator.url + "/api/jobs", params={"q": wanted}, timeout=30
+        ).json()
+        assert answer["total"] == len(answer["jobs"])
+        return [j["id"] for j in answer["jobs"]]
+
+    assert found("ann") == ["1"]
+    assert found("SMITH") == ["1"]
+    assert found("5550100") == ["1"]  # the digits alone
+    assert found("555 0100") == ["1"]
+    assert found("555") == ["3", "1"]  # newest first
+    assert found("acme") == ["2"]
+    assert found("INVOICE-4") == ["2"]
+    assert found("SIM00000003") == ["3"]
+    assert found("order-7") == ["3"]
+    assert found("") == ["3", "2", "1"]
+    assert found("nothing like it") == []
+    too_long = requests.get(faxws_simulator.url + "/api/jobs", params={"q": "x" * 201}, timeout=30)
+    assert (too_long.status_code, too_long.json()) == (
+        400,
+        {"error": "q must be at most 200 characters"},
+    )
+
+
+def test_the_pending_faults_are_listed_as_they_were_injected(
+    faxws_simulator: FaxWSSimulator,
+) -> None:
+    def pending() -> Any:
+        answer = get(faxws_simulator, "/api/faults")
+        assert answer.status_code == 200
+        return answer.json()["faults"]
+
+    assert pending() == []
+    faxws_simulator.inject(Fault.http_status(503), operation="GetFaxStatus", times=2)
+    spec = {"fault": "delay_response", "seconds": 0.01, "times": 3}
+    assert requests.post(faxws_simulator.url + "/api/faults", json=spec, timeout=30).ok
+    faxws_simulator.inject(Fault.soap_fault("soap:Client", "no"))
+    faxws_simulator.inject(Fault.ws_error(-7, "quota"), operation="SendFax")
+    assert pending() == [
+        {"fault": "http_status", "status": 503, "operation": "GetFaxStatus", "times": 2},
+        {"fault": "delay_response", "seconds": 0.01, "operation": None, "times": 3},
+        {"fault": "soap_fault", "code": "soap:Client", "text": "no", "operation": None, "times": 1},
+        {"fault": "ws_error", "code": -7, "text": "quota", "operation": "SendFax", "times": 1},
+    ]
+    with (
+        FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN, retries=0) as c,
+        pytest.raises(ServiceError),
+    ):
+        c.get_fax_broadcast_report("J")  # delayed: one of the three used
+    assert [f["times"] for f in pending()] == [2, 2, 1, 1]
+    # What GET lists, POST takes back.
+    requests.delete(
+        faxws_simulator.url + "/api/faults", headers={"X-FaxWS-Client": "t"}, timeout=30
+    )
+    for fault in [
+        {"fault": "http_status", "status": 502, "operation": "GetFaxStatus", "times": 2},
+        {"fault": "slow_drip", "seconds": 1.5, "operation": None, "times": 1},
+    ]:
+        assert requests.post(faxws_simulator.url + "/api/faults", json=fault, timeout=30).ok
+    assert [f["fault"] for f in pending()] == ["http_status", "slow_drip"]
+
+
+def tiff(pages: int = 2, dpi: tuple[int, int] = (204, 98)) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    drawn = [Image.new("1", (80, 40), n % 2) for n in range(pages)]
+    drawn[0].save(
+        out, "TIFF", compression="group3", dpi=dpi, save_all=True, append_images=drawn[1:]
+    )
+    return out.getvalue()
+
+
+def test_a_tiff_page_is_previewed_as_png_with_square_pixels(
+    faxws_simulator: FaxWSSimulator,
+) -> None:
+    from PIL import Image
+
+    with FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(tiff(), FileType.TIFF_G3), FaxFile(PDF, FileType.PDF)])
+    first = get(faxws_simulator, "/api/jobs/1/files/1/preview")
+    assert first.status_code == 200
+    assert first.headers["Content-Type"] == "image/png"
+    assert first.headers["Content-Security-Policy"] == "sandbox"
+    with Image.open(io.BytesIO(first.content)) as page:
+        assert page.size == (80, 83)  # 40 rows at 98 dpi drawn at 204 dpi
+        assert page.getpixel((0, 0)) == 0  # the first page is black
+    second = get(faxws_simulator, "/api/jobs/1/files/1/preview?page=2")
+    with Image.open(io.BytesIO(second.content)) as page:
+        assert page.getpixel((0, 0)) == 255
+    for path, status, error in (
+        ("/api/jobs/1/files/1/preview?page=3", 404, "job 1 file 1: the TIFF has no page 3"),
+        (
+            "/api/jobs/1/files/2/preview",
+            404,
+            "job 1 file 2: only a TIFF has a preview (a browser shows the others)",
+        ),
+        ("/api/jobs/1/files/1/preview?page=0", 400, "page must be from 1 to 10000"),
+    ):
+        answer = get(faxws_simulator, path)
+        assert (answer.status_code, answer.json()) == (status, {"error": error}), path
+    download = get(faxws_simulator, "/api/jobs/1/files/1")
+    assert download.headers["Content-Type"] == "image/tiff"
+    assert download.headers["Content-Disposition"] == 'attachment; filename="job-1-file-1.tif"'
+
+
+def test_a_tiff_too_large_or_broken_is_not_drawn(
+    faxws_simulator: FaxWSSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_preview, "MAX_PIXELS", 80 * 40 - 1)
+    broken = tiff()[:60]
+    with FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(tiff(dpi=(200, 200)), 1), FaxFile(broken, 1)])
+    large = get(faxws_simulator, "/api/jobs/1/files/1/preview")
+    assert (large.status_code, large.json()) == (
+        413,
+        {"error": "job 1 file 1: page 1 is too large to draw (80 x 40 pixels)"},
+    )
+    bad = get(faxws_simulator, "/api/jobs/1/files/2/preview")
+    assert bad.status_code == 422
+    assert bad.json()["error"].startswith("job 1 file 2: Pillow cannot read the TIFF: ")
+
+
+def test_without_pillow_a_preview_says_what_to_install(
+    faxws_simulator: FaxWSSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(tiff(), 1)])
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL now fails
+    assert not _preview.available()
+    answer = get(faxws_simulator, "/api/jobs/1/files/1/preview")
+    assert (answer.status_code, answer.json()) == (
+        501,
+        {"error": "job 1 file 1: TIFF previews need Pillow: pip install 'faxws[preview]'"},
+    )
