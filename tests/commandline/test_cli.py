@@ -262,6 +262,67 @@ def test_missing_settings_and_conflicting_credentials_exit_2(pdf: Path) -> None:
     assert (done.returncode, "exactly one kind of credential" in done.stderr) == (2, True)
 
 
+@pytest.mark.parametrize("empty", ["FAXWS_PIN", "FAXWS_CLIENT_SECRET", "FAXWS_TOKEN_URL"])
+def test_an_empty_variable_is_no_credential(faxws_simulator: FaxWSSimulator, empty: str) -> None:
+    env = {
+        "FAXWS_BASE_URL": faxws_simulator.url,
+        "FAXWS_USER_ID": DEMO_USER_ID,
+        "FAXWS_TOKEN": DEMO_TOKEN,
+        empty: "",
+    }
+    done = faxws("report", "SIM1", "--json", env=env)
+    # The token is the one credential: the empty variable is as if unset.
+    assert done.returncode == 1, done.stderr  # the service answered: no such job
+    assert json.loads(done.stdout)["error"]["type"] == "ServiceError"
+    assert faxws_simulator.requests[0].header("authorization") == f"Bearer {DEMO_TOKEN}"
+
+
+def test_an_empty_token_is_no_credential_either(faxws_simulator: FaxWSSimulator) -> None:
+    env = {**pin_env(faxws_simulator), "FAXWS_TOKEN": "", "FAXWS_CLIENT_ID": ""}
+    done = faxws("report", "SIM1", env=env)
+    assert done.returncode == 1, done.stderr
+    assert "Invalid Job ID" in done.stderr
+    assert faxws_simulator.requests[0].header("authorization") is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"FAXWS_PIN": ""},
+            "faxws report: error: give exactly one kind of credential: a token, a PIN, or the "
+            "client credentials (--token-url, --client-id, --client-secret) (FAXWS_PIN is set "
+            "but empty, and an empty variable counts as unset)",
+        ),
+        (
+            {"FAXWS_PIN": "", "FAXWS_TOKEN": ""},
+            "faxws report: error: give exactly one kind of credential: a token, a PIN, or the "
+            "client credentials (--token-url, --client-id, --client-secret) (FAXWS_TOKEN and "
+            "FAXWS_PIN are set but empty, and an empty variable counts as unset)",
+        ),
+        (
+            {"FAXWS_BASE_URL": "", "FAXWS_PIN": "1234"},
+            "faxws report: error: no service URL: pass --base-url or set FAXWS_BASE_URL "
+            "(FAXWS_BASE_URL is set but empty, and an empty variable counts as unset)",
+        ),
+        (
+            {"FAXWS_USER_ID": "", "FAXWS_PIN": "1234"},
+            "faxws report: error: no user id: pass --user-id or set FAXWS_USER_ID "
+            "(FAXWS_USER_ID is set but empty, and an empty variable counts as unset)",
+        ),
+    ],
+    ids=["pin", "pin-and-token", "base-url", "user-id"],
+)
+def test_when_nothing_else_is_given_the_message_names_the_empty_variable(
+    env: dict[str, str], message: str
+) -> None:
+    done = faxws(
+        "report", "J1", env={"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", **env}
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [message]
+
+
 def test_authentication_failure_exits_3(faxws_simulator: FaxWSSimulator) -> None:
     env = {**pin_env(faxws_simulator), "FAXWS_PIN": "PIN-NOT-RIGHT-123"}
     done = faxws("report", "J1", env=env)

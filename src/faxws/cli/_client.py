@@ -48,11 +48,21 @@ def secrets_in(words: Sequence[str]) -> set[str]:
 
 
 def setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | None:
-    """The setting's flag, else (with ``use_env``) its FAXWS_* variable."""
+    """The setting's flag, else (with ``use_env``) its FAXWS_* variable; a variable set empty
+    (``FAXWS_PIN=``) is no setting, as if unset."""
     value = getattr(args, key, None)
     if value is not None:
         return str(value)
-    return os.environ.get(ENV[key]) if use_env else None
+    return (os.environ.get(ENV[key]) or None) if use_env else None
+
+
+def _empty(*keys: str) -> str:
+    """Which of these settings' variables are set but empty, said for a message."""
+    empty = [ENV[k] for k in keys if os.environ.get(ENV[k]) == ""]
+    if not empty:
+        return ""
+    verb = "is" if len(empty) == 1 else "are"
+    return f" ({' and '.join(empty)} {verb} set but empty, and an empty variable counts as unset)"
 
 
 def make_client(args: argparse.Namespace) -> FaxClient:
@@ -63,18 +73,20 @@ def make_client(args: argparse.Namespace) -> FaxClient:
     base_url = setting(args, "base_url")
     user_id = setting(args, "user_id")
     if not base_url:
-        raise UsageError("no service URL: pass --base-url or set FAXWS_BASE_URL")
+        empty = _empty("base_url")
+        raise UsageError(f"no service URL: pass --base-url or set FAXWS_BASE_URL{empty}")
     if not user_id:
-        raise UsageError("no user id: pass --user-id or set FAXWS_USER_ID")
+        raise UsageError(f"no user id: pass --user-id or set FAXWS_USER_ID{_empty('user_id')}")
     # Flags win: any credential flag means the environment's credentials are ignored.
     from_flags = any(getattr(args, k, None) is not None for k in _CREDENTIAL_KEYS)
     creds = {k: setting(args, k, use_env=not from_flags) for k in _CREDENTIAL_KEYS}
     oauth_client = any(creds[k] for k in _OAUTH_CLIENT_KEYS)
     kinds = (creds["token"] is not None) + (creds["pin"] is not None) + oauth_client
     if kinds != 1:
+        empty = "" if from_flags or kinds else _empty(*_CREDENTIAL_KEYS)
         raise UsageError(
             "give exactly one kind of credential: a token, a PIN, or the client credentials "
-            "(--token-url, --client-id, --client-secret)"
+            f"(--token-url, --client-id, --client-secret){empty}"
         )
     token: Any = creds["token"]
     if oauth_client:
