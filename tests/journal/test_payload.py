@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,3 +230,118 @@ def test_keys_that_look_alike_are_refused(key: str, problem: str) -> None:
     assert caught.value.field == "key"
     assert problem in str(caught.value)
     assert check_key("caf\u00e9 inv-1") == "caf\u00e9 inv-1"
+
+
+# -- the digests this process remembers ----------------------------------------------------------
+
+#: A digests' clock this far ahead finds every file settled (left alone long enough).
+AHEAD_NS = 3600 * 10**9
+SAME_SIZE = b"%PDF-1.4\n1 0 obj << /Type /Pag! >> endobj\n%%EOF\n"
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the digests open from now on; every file is settled for them."""
+    from faxws.journal import _payload
+
+    opened: list[str] = []
+
+    def counting(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_payload, "open", counting, raising=False)
+    ahead = _payload._Digests(clock=lambda: time.time_ns() + AHEAD_NS)
+    monkeypatch.setattr(_payload, "_DIGESTS", ahead)
+    return opened
+
+
+def rewrite_in_place(path: Path, data: bytes) -> None:
+    """Write ``data`` over ``path`` (same inode), its modification time set back as it was,
+    until its change time moves on (the file system's clock ticks in milliseconds)."""
+    before = os.stat(path)
+    deadline = time.monotonic() + 10
+    while True:
+        with open(path, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = os.stat(path)
+        if after.st_ctime_ns != before.st_ctime_ns:
+            break
+        assert time.monotonic() < deadline, "the change time never moved on"
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
+def test_an_unchanged_document_is_read_once(pdf: Path, tif: Path, reads: list[str]) -> None:
+    spec = full(pdf, tif)
+    first = spec.digest()
+    assert spec.digest() == first
+    assert FaxSpec(["+1 555 0199"], [FileSpec(pdf)]).digest() != first
+    assert reads == [str(pdf), str(tif)]
+
+
+def test_a_same_size_rewrite_keeping_the_modification_time_is_read_again(
+    pdf: Path, reads: list[str]
+) -> None:
+    # Only the change time tells (no caller can set it back).
+    first = FileSpec(pdf).sha256()
+    rewrite_in_place(pdf, SAME_SIZE)
+    assert len(SAME_SIZE) == len(PDF)
+    assert FileSpec(pdf).sha256() == hashlib.sha256(SAME_SIZE).hexdigest() != first
+    assert reads == [str(pdf), str(pdf)]
+
+
+def test_a_document_replaced_by_one_of_the_same_size_and_times_is_read_again(
+    pdf: Path, tmp_path: Path, reads: list[str]
+) -> None:
+    first = FileSpec(pdf).sha256()
+    before = os.stat(pdf)
+    other = tmp_path / "other.pdf"
+    other.write_bytes(SAME_SIZE)
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(other, pdf)
+    assert FileSpec(pdf).sha256() == hashlib.sha256(SAME_SIZE).hexdigest() != first
+
+
+def test_a_document_written_within_one_tick_of_its_clock_is_never_remembered(
+    pdf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two writes within one tick of the file system's clock leave every time as it was: as
+    # if inode and change time were not seen, the file just written is still read again.
+    from faxws.journal import _payload
+
+    def blind(found: os.stat_result) -> Any:
+        return (found.st_dev, 0, found.st_size, found.st_mtime_ns, 0)
+
+    monkeypatch.setattr(_payload, "_identity", blind)
+    monkeypatch.setattr(_payload, "_DIGESTS", _payload._Digests())
+    first = FileSpec(pdf).sha256()
+    rewrite_in_place(pdf, SAME_SIZE)
+    assert FileSpec(pdf).sha256() == hashlib.sha256(SAME_SIZE).hexdigest() != first
+
+
+def test_a_document_gone_since_its_digest_is_bad_input(pdf: Path, reads: list[str]) -> None:
+    FileSpec(pdf).sha256()
+    pdf.unlink()
+    with pytest.raises(BadInputError, match="cannot read"):
+        FileSpec(pdf).sha256()
+
+
+def test_the_least_recently_used_digests_are_forgotten(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from faxws.journal import _payload
+
+    monkeypatch.setattr(_payload, "REMEMBERED", 2)
+    files = [FileSpec(tmp_path / f"{n}.pdf") for n in range(3)]
+    for spec in files:
+        Path(spec.path).write_bytes(PDF)
+    for spec in (*files, files[2], files[0]):
+        spec.sha256()
+    # 0, 1, 2 read; 2 remembered; 0 read again (forgotten when 2 was remembered)
+    assert reads == [files[0].path, files[1].path, files[2].path, files[0].path]

@@ -570,6 +570,43 @@ def test_a_document_changed_since_the_row_was_added_is_never_sent(
     client.close()
 
 
+def test_a_document_rewritten_in_place_to_the_same_size_is_never_sent(
+    sim: FaxWSSimulator,
+    store: JournalStore,
+    fake: FakeTime,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The digest the row was added with is remembered (the file long settled, for the
+    # digests' clock); the rewrite keeps inode, size and modification time: the worker reads
+    # the file again all the same, and sees it changed.
+    import os
+    import time
+
+    from faxws.journal import _payload
+
+    ahead = _payload._Digests(clock=lambda: time.time_ns() + 3600 * 10**9)
+    monkeypatch.setattr(_payload, "_DIGESTS", ahead)
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    path = document(tmp_path, "rewritten.pdf")
+    batch.add("rewritten", spec(path))
+    before = os.stat(path)
+    edited = bytes(path.read_bytes()).replace(b"%PDF-1.4", b"%PDF-1.5")
+    deadline = time.monotonic() + 10
+    while os.stat(path).st_ctime_ns == before.st_ctime_ns:
+        assert time.monotonic() < deadline, "the change time never moved on"
+        with open(path, "r+b") as fh:
+            fh.write(edited)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    summary = batch.run()
+    assert summary.counts[State.NEEDS_REVIEW] == 1
+    assert "changed since the row was added" in (batch.review()[0].reason or "")
+    assert sim.requests == []
+    client.close()
+
+
 def test_a_fax_with_no_outcome_goes_to_review_after_give_up(
     sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
 ) -> None:

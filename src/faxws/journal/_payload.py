@@ -2,7 +2,10 @@
 
 The payload names the documents by absolute path and never holds their bytes; the digest binds
 the row to what the files held when it was added: a worker checks it again before the send, so
-a key never sends a different document than the one it was added with.
+a key never sends a different document than the one it was added with. A file this process
+hashed is not read again while its identity (device, inode, size, modification and change
+times) is unchanged: any write changes its change time, which no caller can set back, and a
+file changed so recently that a second write could keep its times is never remembered.
 """
 
 from __future__ import annotations
@@ -11,8 +14,11 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
+import time
 import unicodedata
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +42,62 @@ _OPTION_FIELDS = tuple(
 )
 _TIMES = ("start_at", "expires_at")
 _CHUNK = 1 << 20
+#: A file's digest is remembered only when its times are this much older than the hashing:
+#: two writes within one tick of the file system's clock leave the times as they were (FAT's
+#: tick is 2 s; others' are milliseconds), so only a file left alone longer is told apart by
+#: them.
+SETTLED_NS = 2_000_000_000
+#: Digests remembered, the least recently used forgotten first.
+REMEMBERED = 4096
+
+Identity = tuple[int, int, int, int, int]
+
+
+def _identity(found: os.stat_result) -> Identity:
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+class _Digests:
+    """The sha256 of the files this process read, by path and the file's identity."""
+
+    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._known: OrderedDict[str, tuple[Identity, str]] = OrderedDict()
+
+    def sha256(self, path: str) -> str:
+        try:
+            now = _identity(os.stat(path))
+        except OSError:
+            now = None  # reading it says why
+        with self._lock:
+            found = self._known.get(path)
+            if found is not None and found[0] == now:
+                self._known.move_to_end(path)
+                return found[1]
+        started = self._clock()
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                before = _identity(os.fstat(fh.fileno()))
+                while chunk := fh.read(_CHUNK):
+                    digest.update(chunk)
+                after = _identity(os.fstat(fh.fileno()))
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise BadInputError("file", f"cannot read {path}: {reason}") from None
+        text = digest.hexdigest()
+        # not written to while read, and left alone long enough for its times to tell
+        if before == after and max(after[3], after[4]) <= started - SETTLED_NS:
+            with self._lock:
+                self._known[path] = (after, text)
+                self._known.move_to_end(path)
+                while len(self._known) > REMEMBERED:
+                    self._known.popitem(last=False)
+        return text
+
+
+_DIGESTS = _Digests()
 
 
 def check_key(key: object) -> str:
@@ -82,16 +144,10 @@ class FileSpec:
         object.__setattr__(self, "file_type", check_int("file_type", file_type))
 
     def sha256(self) -> str:
-        """The file's own sha256 (reads it; BadInputError naming it when it cannot be read)."""
-        digest = hashlib.sha256()
-        try:
-            with open(self.path, "rb") as fh:
-                while chunk := fh.read(_CHUNK):
-                    digest.update(chunk)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise BadInputError("file", f"cannot read {self.path}: {reason}") from None
-        return digest.hexdigest()
+        """The file's own sha256 (reads it, unless this process read it before and it is
+        unchanged since: see the module's docstring; BadInputError naming it when it cannot be
+        read)."""
+        return _DIGESTS.sha256(self.path)
 
 
 @dataclass(frozen=True, init=False)
