@@ -381,3 +381,33 @@ def test_an_unquoted_value_after_a_secret_is_not_shown(args: list[str]) -> None:
     assert done.returncode == 2
     shown = done.stdout + done.stderr
     assert [form for form in secret_forms(MARKER) if form in shown] == [], shown
+
+
+@pytest.mark.parametrize("name", ["scan.tif", "scan.TIFF"])
+def test_a_tiff_without_file_type_names_the_commands_values(tmp_path: Path, name: str) -> None:
+    from faxws import BadInputError, FaxFile
+
+    scan = tmp_path / name
+    scan.write_bytes(b"II*\x00")
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", "FAXWS_PIN": "PIN-77"}
+    done = faxws("send", "--to", "+1 555 0100", str(scan), "--json", env=env)
+    assert done.returncode == 2, done.stderr
+    ext = name.rpartition(".")[2].lower()
+    message = (
+        f"--file-type: cannot infer the type of {name!r} from its extension '.{ext}' (TIFF has "
+        "several types); pass --file-type tiff_g3|tiff_g4|tiff_color"
+    )
+    assert json_error(done)["message"] == message
+    assert done.stderr == f"faxws send: BadInputError: {message}\n"
+    # The Python API keeps its own words, for Python callers.
+    with pytest.raises(BadInputError, match=r"FileType\.TIFF_G3"):
+        FaxFile.from_path(scan)
+
+
+def test_each_tiff_type_the_hint_names_is_one_the_command_takes() -> None:
+    from faxws import FileType
+    from faxws.cli._send import TIFF_TYPES
+    from faxws.models import file_type_from_name
+
+    named = [file_type_from_name(t) for t in TIFF_TYPES.split("|")]
+    assert named == [FileType.TIFF_G3, FileType.TIFF_G4, FileType.TIFF_COLOR]

@@ -82,6 +82,29 @@ def spool_stdin(source: BinaryIO) -> BinaryIO:
     return spool
 
 
+#: A TIFF may be any of these (the extension does not tell), as --file-type names them.
+TIFF_TYPES = "tiff_g3|tiff_g4|tiff_color"
+
+
+def _document(path: str, file_type: int | None) -> Any:
+    """The FaxFile of a path; a TIFF without --file-type is refused in the command's words
+    (the library's message names its Python constants)."""
+    from pathlib import Path
+
+    from faxws.errors import BadInputError
+    from faxws.models import FaxFile
+
+    name = Path(path)
+    ext = name.suffix.lower()
+    if file_type is None and ext in (".tif", ".tiff"):
+        raise BadInputError(
+            "file_type",
+            f"cannot infer the type of {name.name!r} from its extension {ext!r} (TIFF has "
+            f"several types); pass --file-type {TIFF_TYPES}",
+        )
+    return FaxFile.from_path(path, file_type)
+
+
 def job_options(args: argparse.Namespace) -> Any:
     """The JobOptions the flags give, or None (a plain SendFax) when none is given. The
     reference id is made here when not given, so that an interrupted send can name it."""
@@ -145,7 +168,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
                 recipients.append(Recipient(number, name=name, company=company))
             except BadInputError as exc:
                 raise BadInputError(f"recipients[{i}].{exc.field}", exc.problem) from None
-        paths = [FaxFile.from_path(p, file_type) if p != "-" else None for p in args.files]
+        paths = [_document(p, file_type) if p != "-" else None for p in args.files]
         client = stack.enter_context(_client.make_client(args))
         files = []
         for path in paths:
