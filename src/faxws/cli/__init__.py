@@ -242,7 +242,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="simulated seconds of a fax's life per second (default 4; 1000: milliseconds)",
     )
-    serve.add_argument("--json", action="store_true", help="print the start-up line as JSON")
+    serve.add_argument(
+        "--json",
+        action="store_true",
+        help="print the start-up line as JSON: once this line is out, the server listens",
+    )
+    serve.add_argument(
+        "--ready-file",
+        metavar="PATH",
+        help="once the server listens, write that JSON object to PATH (whole, at once); "
+        "removed when it stops",
+    )
 
     _batch_commands(command("batch", _batch), connection)
 

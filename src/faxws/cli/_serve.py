@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
 from typing import Any
 
@@ -17,9 +20,17 @@ example:
   faxws serve --port 0 --user-id mbx1 --pin 1234     # port 0: any free port
   faxws serve --db inbox.sqlite --strict              # keep jobs; check the wire form
   faxws serve --time-scale 1000                       # a fax's life in milliseconds
+  faxws serve --port 8080 --ready-file ready.json &   # in a script: wait until it listens
+  until [ -s ready.json ]; do sleep 0.1; done
 
 It prints its URL, its inbox (open it in a browser; the REST API is under /api/) and the
-accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C).
+accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C or
+SIGTERM).
+
+readiness: once it listens, and not before, --ready-file PATH is written (whole, at once:
+a file beside it renamed to PATH) with the JSON object that --json prints as its first
+line (url, token_url, inbox_url, ...), and removed when it stops; with --json, that first
+line on standard output is written at the same moment. Wait for either, then send.
 """
 
 
@@ -47,6 +58,14 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             client_id=args.client_id,
             client_secret=secret if args.client_id else None,
         )
+    if args.ready_file is not None:
+        folder = os.path.dirname(os.path.abspath(args.ready_file))
+        if not os.path.isdir(folder):
+            raise UsageError("--ready-file: its folder does not exist")
+        if os.path.islink(args.ready_file) or os.path.isfile(args.ready_file):
+            # Left by a server that could not remove it (killed): it must not say "ready"
+            # before this one listens.
+            os.unlink(args.ready_file)
     scale = {} if args.time_scale is None else {"time_scale": args.time_scale}
     try:
         sim = FaxWSSimulator(
@@ -64,6 +83,8 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         message = f"cannot listen on {args.host}:{args.port}: {reason}"
+        if exc.errno == errno.EADDRINUSE:
+            message += "; choose another --port, or --port 0 for any free one"
         return out.failed(EXIT_USAGE, "OSError", out.mask(message))
     if not args.quiet:
         import logging
@@ -78,16 +99,59 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    print(_started(sim, account, account is DEMO_ACCOUNT, as_json=args.json), flush=True)
+    demo = account is DEMO_ACCOUNT
+    ready = None
     try:
+        if args.ready_file is not None:
+            ready = _ReadyFile(args.ready_file, _started(sim, account, demo, as_json=True))
+        print(_started(sim, account, demo, as_json=args.json), flush=True)
         while not stop.wait(0.2):
             pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        message = f"--ready-file: cannot write {args.ready_file}: {reason}"
+        return out.failed(EXIT_USAGE, "OSError", out.mask(message))
     finally:
+        if ready is not None:  # first: a script that still sees it may send to the server
+            ready.remove()
         sim.stop()
     print(
         f"stopped; received {len(sim.requests)} request(s), {len(sim.jobs)} job(s)", file=sys.stderr
     )
     return EXIT_OK
+
+
+class _ReadyFile:
+    """The file that says the server listens: ``text`` written to a temporary file in
+    ``path``'s folder, then renamed to ``path``, so that a reader sees all of it or nothing;
+    removed by :meth:`remove` if it is still the one written."""
+
+    def __init__(self, path: str, text: str) -> None:
+        import tempfile
+
+        self.path = os.path.abspath(path)
+        self._text = text + "\n"
+        folder, name = os.path.split(self.path)
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(self._text)
+            self._written = os.stat(temporary)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError, UnicodeError):
+            now = os.stat(self.path)
+            if (now.st_dev, now.st_ino) != (self._written.st_dev, self._written.st_ino):
+                return
+            with open(self.path, encoding="utf-8") as fh:  # an inode number may be reused
+                if fh.read() != self._text:
+                    return
+            os.unlink(self.path)
 
 
 def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
