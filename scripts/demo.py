@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,12 @@ def sample_pdf() -> bytes:
     return bytes(out)
 
 
-def run(step: str, args: list[str], env: dict[str, str]) -> dict[str, object]:
-    print(f"\n$ faxws {' '.join(args)}")
-    done = subprocess.run(FAXWS + args, env=env, capture_output=True, text=True, check=False)
+def run(step: str, args: list[str], env: dict[str, str], folder: Path) -> dict[str, object]:
+    """``faxws ARGS`` in ``folder``, shown as a command a shell takes as it is (quoted)."""
+    print(f"\n$ {shlex.join(['faxws', *args])}")
+    done = subprocess.run(
+        FAXWS + args, env=env, cwd=folder, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
         raise SystemExit(f"demo: step '{step}' failed with exit code {done.returncode}")
@@ -63,9 +67,15 @@ def run(step: str, args: list[str], env: dict[str, str]) -> dict[str, object]:
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, FaxWSSimulator() as sim:
-        pdf = Path(tmp) / "hello.pdf"
+        folder = Path(tmp)
+        pdf = folder / "hello.pdf"
         pdf.write_bytes(sample_pdf())
         print(f"Simulator running at {sim.url} (user {DEMO_USER_ID})")
+        print(
+            "Each command below runs in hello.pdf's folder, with FAXWS_BASE_URL and "
+            "FAXWS_USER_ID as above\nand FAXWS_PIN set (the report: FAXWS_TOKEN_URL, "
+            "FAXWS_CLIENT_ID and FAXWS_CLIENT_SECRET instead)."
+        )
         env = {
             **os.environ,
             "FAXWS_BASE_URL": sim.url,
@@ -84,10 +94,11 @@ def main() -> int:
                 "+1 555 0101",
                 "--name",
                 "Grace",
-                str(pdf),
+                pdf.name,
                 "--json",
             ],
             env,
+            folder,
         )
         job_ids = sent["job_ids"]
         assert isinstance(job_ids, list)
@@ -100,7 +111,7 @@ def main() -> int:
             "FAXWS_CLIENT_ID": DEMO_CLIENT_ID,
             "FAXWS_CLIENT_SECRET": DEMO_CLIENT_SECRET,
         }
-        report = run("report", ["report", str(job_ids[0]), "--json"], oauth_env)
+        report = run("report", ["report", str(job_ids[0]), "--json"], oauth_env, folder)
         print(f"  report accepted for {report['job_id']}, request id {report['request_id']}")
 
         print("\nWhat the simulator received:")

@@ -574,3 +574,45 @@ def test_make_demo_script_runs_end_to_end() -> None:
     assert "file 1: type 101" in out
     assert out.rstrip().endswith("Demo complete.")
     assert DEMO_PIN not in out.replace("0000000", "")  # the PIN is never shown
+
+
+def test_the_commands_make_demo_prints_can_be_pasted(tmp_path: Path) -> None:
+    """Each command the demo shows, pasted into bash as it is, runs: in a folder with the
+    demo's hello.pdf, with the settings it names, against a simulator."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import demo
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=CLEAN_ENV,
+    )
+    assert done.returncode == 0, done.stderr
+    commands = [line[2:] for line in done.stdout.splitlines() if line.startswith("$ ")]
+    assert [c.split()[:2] for c in commands] == [["faxws", "send"], ["faxws", "report"]]
+    (tmp_path / "hello.pdf").write_bytes(demo.sample_pdf())
+    bin_dir = os.path.dirname(sys.executable)
+    with FaxWSSimulator() as sim:
+        env = {**CLEAN_ENV, **pin_env(sim), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+        for command in commands:
+            pasted = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", command],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert pasted.returncode == 0, (command, pasted.stderr)
+        [job] = sim.jobs
+    assert [(r.recip_fax_number, r.recip_name) for r in job.recipients] == [
+        ("+1 555 0100", "Ada"),
+        ("+1 555 0101", "Grace"),
+    ]
+    assert job.files[0].data == demo.sample_pdf()
