@@ -308,13 +308,18 @@ def _bare_loop(client: Any, document: Path, n: int) -> None:
 
 
 def _add(batch: Any, document: Path, n: int, prefix: str = "fax") -> None:
-    """N rows, each its own FaxSpec (as a manifest's rows are), the same document."""
+    """N rows, each its own FaxSpec (as a manifest's rows are), the same document, added as
+    the README shows and the command line adds a manifest: ``Batch.add_many``."""
     from faxws import Recipient
     from faxws.journal import FaxSpec, FileSpec
 
-    for i in range(n):
-        spec = FaxSpec(recipients=(Recipient(NUMBER),), files=(FileSpec(document),))
-        batch.add(f"{prefix}-{i:06d}", spec)
+    batch.add_many(
+        (
+            f"{prefix}-{i:06d}",
+            FaxSpec(recipients=(Recipient(NUMBER),), files=(FileSpec(document),)),
+        )
+        for i in range(n)
+    )
 
 
 def _sent(summary: Any, n: int) -> None:

@@ -154,6 +154,44 @@ def test_a_csv_manifest_of_50_faxes_is_sent_once_each_and_followed_to_the_end(
     assert sends_by_reference(sim) == sent
 
 
+def test_a_manifests_rows_are_added_together_not_one_by_one(
+    sim: FaxWSSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from faxws.cli import main
+
+    manifest = csv_manifest(tmp_path, 30)
+    journal = tmp_path / "batch.db"
+    added: list[list[str]] = []
+    many = SqliteJournal.add_many
+
+    def add_many(self: SqliteJournal, rows: Iterator[tuple[str, str, str]]) -> list[Row]:
+        given = list(rows)
+        added.append([key for key, _, _ in given])
+        return many(self, given)
+
+    def add(self: SqliteJournal, key: str, *args: object, **kwargs: object) -> Row:
+        raise AssertionError(f"row {key} added by itself")
+
+    monkeypatch.setattr(SqliteJournal, "add_many", add_many)
+    monkeypatch.setattr(SqliteJournal, "add", add)
+    for name in [name for name in os.environ if name.startswith("FAXWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in pin_env(sim).items():
+        monkeypatch.setenv(name, value)
+    assert main(["batch", "send", str(manifest), "--journal", str(journal), "--no-wait"]) == 0
+    # one call for every row (the store adds them 500 a transaction)
+    assert added == [[f"fax-{i:03}" for i in range(30)]]
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[0]
+        .startswith("30 fax(es) in faxes.csv, 30 added to the journal")
+    )
+    assert sorted(sends_by_reference(sim).values()) == [1] * 30
+
+
 def test_a_jsonl_manifest_of_50_faxes_with_no_wait_and_json(
     sim: FaxWSSimulator, tmp_path: Path
 ) -> None:

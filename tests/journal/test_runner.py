@@ -685,6 +685,48 @@ def test_spec_and_keys_are_checked(store: JournalStore, fake: FakeTime, pdf: Pat
         batch.add("k", spec(pdf, BUSY))
 
 
+def test_many_rows_are_added_as_add_adds_each(
+    store: JournalStore, fake: FakeTime, pdf: Path, tmp_path: Path
+) -> None:
+    from faxws.errors import BadInputError
+    from faxws.journal import KeyReusedError
+
+    batch = batch_for(store, object(), fake)
+    first = batch.add("fax-0001", spec(pdf))
+    rows = batch.add_many((f"fax-{n:04d}", spec(pdf)) for n in range(1200))
+    assert [row.key for row in rows] == [f"fax-{n:04d}" for n in range(1200)]
+    assert rows[1] == first
+    assert rows == [store.get(row.key) for row in rows]
+    assert all(row.payload == spec(pdf).payload() for row in rows)
+    assert {row.payload_sha256 for row in rows} == {spec(pdf).digest()}
+    # A row refused names its key; the rows before it are added, those after it not.
+    gone = tmp_path / "gone.pdf"
+    cases: list[tuple[tuple[str, Any], type[Exception], str]] = [
+        (("", spec(pdf)), BadInputError, "key: must not be empty (row '')"),
+        (("spaced ", spec(pdf)), BadInputError, "(row 'spaced ')"),
+        (("a/resend-1", spec(pdf)), BadInputError, "(row 'a/resend-1')"),
+        (("not a spec", "+1 555 0100"), BadInputError, "spec: must be a FaxSpec, not str (row"),
+        (("no file", spec(gone)), BadInputError, f"cannot read {gone}"),
+        (("fax-0001", spec(pdf, BUSY)), KeyReusedError, "'fax-0001'"),
+    ]
+    for n, (bad, error, named) in enumerate(cases):
+        before, after = f"before-{n}", f"after-{n}"
+        with pytest.raises(error) as caught:
+            batch.add_many([(before, spec(pdf)), bad, (after, spec(pdf))])
+        assert named in str(caught.value)
+        if error is BadInputError:
+            assert f"(row {bad[0]!r})" in str(caught.value)
+        assert store.get(before) is not None
+        assert store.get(after) is None
+    # add raises the same errors as it did, without the key beside them
+    for key, added in (("", spec(pdf)), ("k", "+1 555 0100"), ("spaced ", spec(pdf))):
+        with pytest.raises(BadInputError) as single:
+            batch.add(key, added)
+        assert "(row" not in str(single.value)
+    with pytest.raises(BadInputError, match=r"^key: a key ending in /resend-<digits> is"):
+        batch.add("a/resend-1", spec(pdf))
+
+
 # -- tracing -----------------------------------------------------------------------------------
 
 #: Run in a fresh interpreter: the global tracer provider of this one belongs to other tests.

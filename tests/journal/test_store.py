@@ -9,7 +9,7 @@ import hashlib
 import itertools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -309,6 +309,72 @@ def test_a_key_in_the_form_of_a_resend_is_refused(store: JournalStore, key: str)
 @pytest.mark.parametrize("key", ["a/resend-", "a/resend-1x", "a/resend-1/b", "a/Resend-1"])
 def test_a_key_like_a_resend_but_not_one_is_taken(store: JournalStore, key: str) -> None:
     assert store.add(key, SHA).key == key
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
+    """add_many's transactions of 3 rows: a few rows span several."""
+    from faxws.journal import _store
+
+    monkeypatch.setattr(_store, "ADD_CHUNK", 3)
+    return 3
+
+
+def test_many_rows_are_added_in_order_as_add_adds_each(
+    store: JournalStore, clock: Clock, small_chunks: int
+) -> None:
+    first = store.add("k1", SHA, "first")
+    items = [(f"k{n}", SHA, f"payload {n}") for n in range(8)]
+    items.insert(4, ("k5", SHA, "the same key again in one call"))
+    rows = store.add_many(items)
+    assert [row.key for row in rows] == [key for key, _, _ in items]
+    assert rows == [got(store, key) for key, _, _ in items]
+    assert rows[1] == first  # added before: as it was, its payload untouched
+    assert rows[4] == rows[6]
+    assert rows[6].payload == "the same key again in one call"
+    new = [row for key, row in zip(items, rows, strict=True) if key[0] != "k1"]
+    assert all(row.state is S.PENDING and row.created_at == clock.now for row in new)
+    seqs = [row.seq for n, row in enumerate(rows) if n not in (1, 6)]  # each new row once
+    assert seqs == sorted(seqs)
+    assert len({row.reference_id for row in rows}) == 8
+    assert store.add_many([]) == []
+    assert len(store.rows()) == 8
+
+
+@pytest.mark.parametrize("at", [0, 2, 3, 4])
+def test_a_row_refused_among_many_is_raised_once_the_rows_before_it_are_added(
+    store: JournalStore, small_chunks: int, at: int
+) -> None:
+    store.add("taken", SHA)
+    cases: list[tuple[tuple[str, str, str], type[Exception], str]] = [
+        (("taken", OTHER_SHA, ""), KeyReusedError, "'taken'"),
+        (("bad digest", SHA.upper(), ""), BadInputError, "(row 'bad digest')"),
+        (("a/resend-1", SHA, ""), BadInputError, "(row 'a/resend-1')"),
+    ]
+    for bad, error, named in cases:
+        keys = [f"{bad[0]}-before-{n}" for n in range(at)]
+        items = [(key, SHA, "") for key in keys]
+        with pytest.raises(error) as caught:
+            store.add_many([*items, bad, (f"{bad[0]}-after", SHA, "")])
+        assert named in str(caught.value)
+        assert all(store.get(key) is not None for key in keys)
+        assert store.get(f"{bad[0]}-after") is None
+    assert got(store, "taken").payload_sha256 == SHA
+    assert store.get("bad digest") is None
+    assert store.get("a/resend-1") is None
+
+
+def test_an_error_of_the_rows_given_is_raised_once_the_rows_before_it_are_added(
+    store: JournalStore, small_chunks: int
+) -> None:
+    def rows() -> Iterator[tuple[str, str, str]]:
+        for n in range(4):
+            yield f"k{n}", SHA, ""
+        raise OSError("the manifest could not be read further")
+
+    with pytest.raises(OSError, match="further"):
+        store.add_many(rows())
+    assert [row.key for row in store.rows()] == ["k0", "k1", "k2", "k3"]
 
 
 # -- resends -------------------------------------------------------------------------------

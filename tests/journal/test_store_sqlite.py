@@ -79,6 +79,18 @@ def test_a_move_is_one_transaction_of_few_statements(tmp_path: Path, clock: Cloc
     assert all(" RETURNING " in statements[i] for i in (2, 6))
 
 
+def test_many_rows_are_added_a_transaction_per_chunk(tmp_path: Path, clock: Clock) -> None:
+    from faxws.journal._store import ADD_CHUNK
+
+    with SqliteJournal(tmp_path / "j.db", clock=clock) as store:
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        rows = store.add_many((f"k{n}", SHA, "") for n in range(2 * ADD_CHUNK + 1))
+        store._db.set_trace_callback(None)
+        assert len(rows) == 2 * ADD_CHUNK + 1
+    assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT") == 3
+
+
 #: The first schema, as the first release wrote it.
 V1_SCHEMA = """
 CREATE TABLE IF NOT EXISTS faxes (

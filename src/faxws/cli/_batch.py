@@ -168,11 +168,7 @@ def run_send(args: argparse.Namespace, out: Outcome) -> int:
             notify=notify,
             lease_seconds=args.lease,
         )
-        added = 0
-        for entry, spec in specs:
-            if spec is not None:
-                batch.add(entry.key, spec)
-                added += 1
+        added = len(batch.add_many((entry.key, spec) for entry, spec in specs if spec is not None))
         return _send_all(args, out, batch, added, len(specs))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import select
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import suppress
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
@@ -43,7 +43,9 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    added_by_key,
     check_added,
+    chunks,
     final_sources,
     resend_key,
 )
@@ -589,6 +591,40 @@ class PostgresJournal:
                 return self._insert(cursor, key, payload_sha256, payload, resend_of, now)
 
         return self._run(work, f"the addition of row {key!r}")
+
+    def add_many(self, rows: Iterable[tuple[str, str, str]]) -> list[Row]:
+        added: list[Row] = []
+        for chunk, error in chunks(rows):
+            what = f"the addition of rows {chunk[0][0]!r} to {chunk[-1][0]!r}" if chunk else None
+            rows_added, refused = self._add_chunk(chunk, what) if chunk else ([], None)
+            added += rows_added
+            if refused is not None:
+                raise refused
+            if error is not None:
+                raise error
+        return added
+
+    def _add_chunk(
+        self, chunk: list[tuple[str, str, str]], what: str | None
+    ) -> tuple[list[Row], Exception | None]:
+        """The rows of ``chunk`` added in one transaction, up to the first one refused (its
+        error beside them: the rows before it are committed)."""
+        now = self._now()
+
+        def work(cursor: Cursor) -> tuple[list[Row], Exception | None]:
+            added: list[Row] = []
+            with cursor.connection.transaction():
+                for key, payload_sha256, payload in chunk:
+                    try:
+                        check_added(key, payload_sha256, None)
+                        added.append(self._insert(cursor, key, payload_sha256, payload, None, now))
+                    except BadInputError as exc:
+                        return added, added_by_key(exc, key)
+                    except KeyReusedError as exc:
+                        return added, exc
+            return added, None
+
+        return self._run(work, what)
 
     def _insert(
         self,

@@ -34,7 +34,9 @@ from faxws.journal._store import (
     Row,
     State,
     UnknownKeyError,
+    added_by_key,
     check_added,
+    chunks,
     final_sources,
     resend_key,
 )
@@ -348,6 +350,27 @@ class SqliteJournal:
                     raise UnknownKeyError(resend_of)
                 self._check_not_resent(resend_of, key)
             return self._insert(key, payload_sha256, payload, resend_of)
+
+    def add_many(self, rows: Iterable[tuple[str, str, str]]) -> list[Row]:
+        added: list[Row] = []
+        for chunk, error in chunks(rows):
+            refused: Exception | None = None
+            with self._write():
+                for key, payload_sha256, payload in chunk:  # none: an empty transaction
+                    try:
+                        check_added(key, payload_sha256, None)
+                        added.append(self._insert(key, payload_sha256, payload, None))
+                    except BadInputError as exc:
+                        refused = added_by_key(exc, key)
+                    except JournalError as exc:
+                        refused = exc
+                    if refused is not None:
+                        break  # the rows before it are committed
+            if refused is not None:
+                raise refused
+            if error is not None:
+                raise error
+        return added
 
     def _check_not_resent(self, resend_of: str, key: str) -> None:
         found = self._db.execute("SELECT key FROM faxes WHERE resend_of = ?", (resend_of,))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -85,6 +85,40 @@ def check_added(key: str, payload_sha256: str, resend_of: str | None) -> None:
         raise BadInputError(
             "key", f"a key ending in {RESEND_SUFFIX}<digits> is the form of a resend's key"
         )
+
+
+#: Rows :meth:`JournalStore.add_many` adds per transaction.
+ADD_CHUNK = 500
+
+
+def chunks(
+    items: Iterable[tuple[str, str, str]],
+) -> Iterator[tuple[list[tuple[str, str, str]], Exception | None]]:
+    """``items`` in lists of up to :data:`ADD_CHUNK`; an error raised by ``items`` itself
+    ends the last list, beside it (the items before it are still added, as a loop of adds
+    would)."""
+    size = ADD_CHUNK
+    source = iter(items)
+    while True:
+        chunk: list[tuple[str, str, str]] = []
+        try:
+            for item in source:
+                key, payload_sha256, payload = item
+                chunk.append((key, payload_sha256, payload))
+                if len(chunk) == size:
+                    break
+        except Exception as error:  # given back, to be raised once the items before it are added
+            yield chunk, error
+            return
+        if chunk:
+            yield chunk, None
+        if len(chunk) < size:
+            return
+
+
+def added_by_key(error: BadInputError, key: str) -> BadInputError:
+    """``error`` of the row ``key`` among many, naming the key."""
+    return BadInputError(error.field, f"{error.problem} (row {key!r})")
 
 
 def resend_number(row: Row) -> int:
@@ -186,6 +220,13 @@ class JournalStore(Protocol):
         A key ending in :data:`RESEND_SUFFIX` and digits is refused (BadInputError naming
         ``key``) unless ``resend_of`` is given (see :meth:`add_resend`): the key of an existing
         row (else UnknownKeyError) that no other row sends again (else JournalError)."""
+        ...
+
+    def add_many(self, rows: Iterable[tuple[str, str, str]]) -> list[Row]:
+        """:meth:`add` of each ``(key, payload_sha256, payload)`` in turn, :data:`ADD_CHUNK`
+        rows a transaction; the rows, in order. A row :meth:`add` refuses raises its error
+        (a BadInputError names the key) once the rows before it are added; those after it are
+        not. An error ``rows`` itself raises is raised the same way."""
         ...
 
     def add_resend(self, key: str) -> Row:
