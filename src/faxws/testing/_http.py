@@ -368,7 +368,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(403, {"Content-Type": "text/plain; charset=utf-8"}, text)
             return
         required = self.server.sim.api_token
-        if required is not None:
+        if required is not None and not _inbox.is_public(path):
             given = self.fields.get("x-faxws-token") or _query_token(query)
             if given is None or not same(required, given):
                 self.close_connection = True

@@ -234,7 +234,8 @@ def request_json(number: int, request: ReceivedRequest) -> dict[str, Any]:
 
 def shown_body(request: ReceivedRequest) -> str | None:
     """A request's body for people: every secret masked, each document's base64 told by its
-    length, at most :data:`BODY_SHOWN` characters; None when the body was not kept."""
+    length, an element a line, at most :data:`BODY_SHOWN` characters; None when the body was
+    not kept."""
     if not request.body_retained:
         return None
     text = text_of(request.body)
@@ -242,4 +243,39 @@ def shown_body(request: ReceivedRequest) -> str | None:
     body = _FILE_DATA.sub(
         lambda m: f"{m.group(1)}[{len(m.group(2)):,} characters of base64: the document]", body
     )
-    return body if len(body) <= BODY_SHOWN else body[:BODY_SHOWN] + "\n[cut here]"
+    body = body if len(body) <= BODY_SHOWN else body[:BODY_SHOWN] + "[cut here]"
+    return _indented(body) if body.lstrip().startswith("<") else body
+
+
+_TOKEN = re.compile(r"<[^>]*>?|[^<]+")
+
+
+def _indented(text: str) -> str:
+    """XML with an element a line, indented by depth (a leaf's text on its line); read as
+    text, never parsed, so whatever came is shown, well-formed or not."""
+    tokens = _TOKEN.findall(text)
+    lines: list[str] = []
+    depth, n = 0, 0
+    while n < len(tokens):
+        token = tokens[n]
+        if token.startswith("</"):
+            depth = max(depth - 1, 0)
+            lines.append("  " * depth + token)
+        elif token.startswith("<"):
+            opens = not token.startswith(("<?", "<!")) and not token.endswith("/>")
+            following = tokens[n + 1 : n + 3]
+            if (
+                opens
+                and len(following) == 2
+                and not following[0].startswith("<")
+                and following[1].startswith("</")
+            ):
+                lines.append("  " * depth + "".join((token, *following)))
+                n += 3
+                continue
+            lines.append("  " * depth + token)
+            depth += 1 if opens else 0
+        elif token.strip():
+            lines.append("  " * depth + token.strip())
+        n += 1
+    return "\n".join(lines)

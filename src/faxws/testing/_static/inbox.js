@@ -1,0 +1,153 @@
+// The simulator inbox's one script, served by the simulator itself (the pages' Content-
+// Security-Policy allows no other): live updates from the event stream, search as you
+// type, delete and clear. Without it the pages still show everything, as they were served.
+(function () {
+  "use strict";
+
+  const body = document.body;
+  const token = body.dataset.token || "";
+  const headers = { "X-FaxWS-Client": "inbox" };
+  if (token) headers["X-FaxWS-Token"] = token;
+  const status = document.getElementById("live-status");
+  let fetching = false;
+  let again = false;
+  let timer = null;
+  let events = null;
+  let leaving = false; // for another page: this one is not fetched again
+
+  function withToken(path) {
+    if (!token) return path;
+    return path + (path.indexOf("?") < 0 ? "?" : "&") + "token=" + encodeURIComponent(token);
+  }
+
+  function say(text, kind) {
+    if (!status) return;
+    status.textContent = text;
+    status.className = kind;
+  }
+
+  // Look again when what the page shows moves on with time alone (a fax being sent).
+  function schedule(seconds) {
+    clearTimeout(timer);
+    timer = null;
+    const wait = parseFloat(seconds);
+    if (isFinite(wait)) timer = setTimeout(refresh, Math.max(250, wait * 1000));
+  }
+
+  // Fetch the page again and put in each live part that changed; the rest (documents,
+  // the search box) stays as it is.
+  async function refresh() {
+    if (leaving) return;
+    if (fetching) {
+      again = true;
+      return;
+    }
+    fetching = true;
+    try {
+      const answer = await fetch(location.href, { headers: headers, cache: "no-store" });
+      const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
+      if (!answer.ok) {
+        // The job was deleted, say: show the page the server has now.
+        const main = document.getElementById("main");
+        const found = fresh.getElementById("main");
+        if (main && found) main.replaceWith(document.importNode(found, true));
+        schedule(null);
+        return;
+      }
+      for (const part of fresh.querySelectorAll("[data-live]")) {
+        const mine = document.getElementById(part.id);
+        if (mine && mine.innerHTML !== part.innerHTML) {
+          mine.replaceWith(document.importNode(part, true));
+        }
+      }
+      body.dataset.version = fresh.body.dataset.version || "";
+      schedule(fresh.body.dataset.nextChange);
+    } catch (error) {
+      say("offline", "down");
+    } finally {
+      fetching = false;
+      if (again) {
+        again = false;
+        refresh();
+      }
+    }
+  }
+
+  function listen() {
+    if (!window.EventSource) return;
+    events = new EventSource(withToken("/api/events"));
+    events.addEventListener("open", function () {
+      say("live", "live");
+    });
+    events.addEventListener("error", function () {
+      say("reconnecting\u2026", "down");
+    });
+    events.addEventListener("change", function (event) {
+      const version = JSON.parse(event.data).version;
+      if (version !== body.dataset.version) refresh();
+    });
+  }
+
+  // Search as you type, on the inbox's list (elsewhere the form goes to the list).
+  const search = document.querySelector("form[role=search] input[name=q]");
+  let typing = null;
+  if (search && body.dataset.page === "inbox") {
+    search.form.addEventListener("submit", function (event) {
+      event.preventDefault();
+    });
+    search.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () {
+        const url = new URL(location.href);
+        if (search.value) url.searchParams.set("q", search.value);
+        else url.searchParams.delete("q");
+        history.replaceState(null, "", url);
+        refresh();
+      }, 200);
+    });
+  }
+
+  async function change(method, path) {
+    const answer = await fetch(withToken(path), { method: method, headers: headers });
+    if (!answer.ok) {
+      let error = answer.statusText;
+      try {
+        error = (await answer.json()).error;
+      } catch (ignored) {}
+      window.alert(method + " " + path + ": " + error);
+      return false;
+    }
+    return true;
+  }
+
+  document.addEventListener("click", async function (event) {
+    const button = event.target.closest("button[data-delete], button[data-reset]");
+    if (!button) return;
+    event.preventDefault();
+    if (button.dataset.reset !== undefined) {
+      if (!window.confirm("Forget every job, request and pending fault?")) return;
+      if (await change("POST", "/api/reset")) refresh();
+      return;
+    }
+    button.disabled = true;
+    // Leaving the page of what is deleted: it is not fetched again meanwhile.
+    leaving = Boolean(button.dataset.then);
+    if (await change("DELETE", button.dataset.delete)) {
+      if (leaving) location.assign(withToken(button.dataset.then));
+      else refresh();
+    } else {
+      leaving = false;
+      button.disabled = false;
+    }
+  });
+
+  // The stream ends with the page, not cut off by the next one.
+  window.addEventListener("pagehide", function () {
+    leaving = true;
+    clearTimeout(timer);
+    if (events) events.close();
+  });
+
+  schedule(body.dataset.nextChange);
+  listen();
+})();
