@@ -287,3 +287,36 @@ def test_without_pillow_a_preview_says_what_to_install(
         501,
         {"error": "job 1 file 1: TIFF previews need Pillow: pip install 'faxws[preview]'"},
     )
+
+
+def test_a_request_body_is_shown_masked_with_its_documents_elided_an_element_a_line() -> None:
+    from faxws.testing import ReceivedRequest
+    from faxws.testing._views import shown_body
+
+    data = "QUJD" * 100
+    body = (
+        '<?xml version="1.0"?><s:Envelope xmlns:s="x"><s:Body><SendFax><UserID>u</UserID>'
+        f"<strPIN>pin-SHOWN-NEVER</strPIN><FileData>{data}</FileData><FileData>QUJD</FileData>"
+        "</SendFax></s:Body></s:Envelope>"
+    ).encode()
+    record = ReceivedRequest("POST", "/fax/v5", {}, body)
+    assert shown_body(record) == "\n".join(
+        [
+            '<?xml version="1.0"?>',
+            '<s:Envelope xmlns:s="x">',
+            "  <s:Body>",
+            "    <SendFax>",
+            "      <UserID>u</UserID>",
+            "      <strPIN>***</strPIN>",
+            "      <FileData>[400 characters of base64: the document]</FileData>",
+            "      <FileData>QUJD</FileData>",  # short: shown as it is
+            "    </SendFax>",
+            "  </s:Body>",
+            "</s:Envelope>",
+        ]
+    )
+    # Whatever came is shown, well-formed or not, XML or not; a body not kept is said so.
+    assert shown_body(ReceivedRequest("POST", "/", {}, b"<a><b>open")) == "<a>\n  <b>\n    open"
+    assert shown_body(ReceivedRequest("POST", "/", {}, b"plain text")) == "plain text"
+    dropped = ReceivedRequest("POST", "/", {}, b"", body_size=9, body_retained=False)
+    assert shown_body(dropped) is None
