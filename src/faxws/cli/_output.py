@@ -48,9 +48,10 @@ exit codes:
   4    the service could not be reached (connection refused, DNS, TLS, connect
        time-out): nothing was sent; trying again is safe
   5    the request reached the service, or may have, and what came of it is unknown
-       (HTTP 5xx, a soap:Server fault, a time-out or a lost connection after sending,
-       an unreadable answer, output that could not be written): do not send it again
-       before checking; stderr says how (--json: "next_step" and "check")
+       (an HTTP 5xx without a SOAP answer, a soap:Server fault, a time-out or a lost
+       connection after sending, an unreadable answer, output that could not be
+       written): do not send it again before checking; stderr says how (--json:
+       "next_step", and "check": the command that tells)
   6    send --wait: the fax was sent, but a job failed (each job's final line says how);
        batch send: a fax of the batch failed (faxws batch export shows each row)
   7    send --wait: the fax was sent, but a job had not ended when waiting timed out
@@ -62,10 +63,10 @@ exit codes:
   130  interrupted (Ctrl-C); stderr says whether the fax may have been delivered
        (--json: "maybe_delivered") and how to check; batch send: a second Ctrl-C; the
        sends in flight are looked up by the next run
-A failure is one line on stderr: what failed (HTTP status, request id, job ids, reference
-id); what became of the request; what to do next. With --json, stdout holds the same as
-{"error": {...}} (type, message, request_id, status_code, maybe_delivered, exit_code,
-outcome, next_step, and check: the command that tells what became of it).
+A failure is one line on stderr: what failed (its HTTP status, request id, job ids,
+reference id); what became of the request; what to do next. With --json, stdout says the
+same as {"error": {...}}: type, message, request_id, status_code, maybe_delivered,
+exit_code, outcome, next_step, and check when a command tells what became of it.
 """
 
 # Spelled as their flags: base_url is --base-url.
