@@ -212,6 +212,48 @@ def test_no_call_leaves_a_transaction_or_a_lock_behind(journal: Journal) -> None
     assert backend_pid(store) == pid
 
 
+def wal_writes(store: PostgresJournal) -> int:
+    """The server's writes of its WAL so far, this connection's own counted (its statistics
+    are flushed when it goes idle after the first statement)."""
+
+    def read(cursor: Any) -> int:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        found = cursor.connection.execute("SELECT wal_write FROM pg_stat_wal").fetchone()
+        assert found is not None
+        return int(found[0])
+
+    store._run(lambda cursor: cursor.execute("SELECT pg_stat_force_next_flush()"), None)
+    return store._run(read, None)
+
+
+def test_only_the_move_to_sending_waits_for_its_wal_to_be_written(journal: Journal) -> None:
+    # A commit that waits writes (and, with fsync on, flushes) the WAL itself; the others
+    # leave it to the server's WAL writer, a few times a second.
+    store = journal.open()
+    count = 40
+    keys = [row.key for row in store.add_many((f"k{n}", SHA, "") for n in range(count))]
+    store.claim("w1", 600, count)
+    moves: list[tuple[str, Callable[[str], object], bool]] = [
+        ("heartbeat", lambda key: store.heartbeat(key, "w1", 600), False),
+        ("mark_sending", lambda key: store.mark_sending(key, "w1"), True),
+        ("mark_submitted", lambda key: store.mark_submitted(key, "w1", [f"J-{key}"]), False),
+        ("delivered", lambda key: store.mark_final(key, S.DELIVERED), False),
+    ]
+    for name, move, waits in moves:
+        before = wal_writes(store)
+        for key in keys:
+            move(key)
+        written = wal_writes(store) - before
+        if waits:
+            assert written >= count, name
+        else:
+            assert written < count / 2, f"{name}: {written} writes of the WAL for {count} moves"
+        # the setting was the moves' own transactions': the session's is the server's
+        assert store._run(lambda c: c.execute("SHOW synchronous_commit").fetchone(), None) == (
+            "on",
+        )
+
+
 # -- the schema -----------------------------------------------------------------------------
 
 

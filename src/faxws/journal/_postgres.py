@@ -7,6 +7,21 @@ rows picked ``FOR UPDATE SKIP LOCKED``: claimers never wait behind each other an
 outlives the call. Times are the store's clock's (never the server's ``now()``), so leases
 behave alike on every store and under a test clock.
 
+Durability: the move to SENDING commits as the server is set to (``synchronous_commit``, on by
+default: the WAL flushed to disk before the send's first byte), and that flush carries every
+earlier commit of the server with it. Adds, resends, a cancel, the shared limits and values
+commit so too. The other moves commit with ``synchronous_commit`` off, set for their own
+transaction in their own statement (a server crash may undo the last of them, never a
+corruption): undoing any of them never sends a fax twice, because a send needs its row's move
+to SENDING, whose flush would have kept them. A claim or a heartbeat undone is a lease shorter
+than its worker thinks: its move to SENDING checks the lease and is refused. A release undone
+leaves the row CLAIMED (claimed again once expired) or SENDING (expired: looked up by its
+ReferenceId). A move from SENDING undone (SUBMITTED, FAILED, UNCERTAIN) leaves the row SENDING:
+once its lease expires it is looked up by its ReferenceId. A look-up's or a tracking round's
+moves undone (RESOLVED, due, scheduled, DELIVERED, FAILED, NEEDS_REVIEW) are made again by the
+next look-up or round; a recovery undone is made again by the next. A cancel stays synced: one
+undone would leave a row the caller cancelled pending, to be sent.
+
 A connection the server dropped (a restart) is replaced before the next call; a move whose
 connection broke while it was in flight raises :class:`~faxws.journal.JournalError` saying
 whether it was committed is unknown (its answer was lost). A password in the DSN is never in a
@@ -82,6 +97,9 @@ _FIELDS = (
     "seq",
 )
 _COLUMNS = ", ".join(_FIELDS)
+_SEQ = _FIELDS.index("seq")
+#: Where ``due`` returns a row's check time before it moved it (after the row's columns).
+_WAS = len(_FIELDS)
 _TABLES = ("faxes", "jobs", "limits", "send_slots", "meta")
 #: Statements as templates: ``{faxes}`` and the other tables' names (schema-qualified when the
 #: journal has a schema), ``{columns}`` a Row's columns (``{f_columns}`` of table alias f).
@@ -157,19 +175,19 @@ _QUERIES = {
         " WHERE key IN (SELECT key FROM {faxes} WHERE state = 'pending'"
         " OR (state = 'claimed' AND lease_expires_at <= %(now)s)"
         " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
-        " RETURNING {columns}"
+        " RETURNING {columns}, {lazy}"
     ),
     "due": (
         "UPDATE {faxes} f SET next_check_at = %(later)s FROM (SELECT key, next_check_at AS was"
         " FROM {faxes} WHERE state = %(state)s AND next_check_at <= %(now)s"
         " ORDER BY next_check_at, seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED) d"
-        " WHERE f.key = d.key RETURNING d.was, {f_columns}"
+        " WHERE f.key = d.key RETURNING {f_columns}, d.was, {lazy}"
     ),
     # a key named twice is counted twice, as two schedules one after the other would
     "schedule": (
         "UPDATE {faxes} f SET next_check_at = %s, checks = f.checks + n.times"
         " FROM (SELECT key, count(*) AS times FROM unnest(%s::text[]) AS key GROUP BY key) n"
-        " WHERE f.key = n.key AND f.state IN ('submitted', 'uncertain')"
+        " WHERE f.key = n.key AND f.state IN ('submitted', 'uncertain') RETURNING {lazy}"
     ),
     "recover": (
         "UPDATE {faxes} SET state = CASE state WHEN 'claimed' THEN 'pending' ELSE 'uncertain' END,"
@@ -178,7 +196,7 @@ _QUERIES = {
         " checks = CASE state WHEN 'claimed' THEN checks ELSE 0 END,"
         " lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)s"
         " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= %(now)s"
-        " RETURNING {columns}"
+        " RETURNING {columns}, {lazy}"
     ),
     "next_call": (
         "INSERT INTO {limits} AS l (account, last_call_at) VALUES (%(account)s, %(now)s)"
@@ -214,6 +232,13 @@ _QUERIES = {
         " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
     ),
 }
+
+#: Returned by a statement (after the rows it moved, so it never changes how the statement is
+#: planned): its transaction, the statement's own in autocommit, commits without waiting for
+#: the WAL's flush (see the module's docstring). The setting is that transaction's alone: the
+#: connection's next statement commits as the server is set to. A statement that moves no row
+#: writes nothing to wait for.
+_LAZY = "set_config('synchronous_commit', 'off', true) AS lazy"
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -324,7 +349,7 @@ class PostgresJournal:
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._closed = False
-        self._moves: dict[tuple[tuple[str, ...], bool, bool], str] = {}
+        self._moves: dict[tuple[tuple[str, ...], bool, bool, bool], str] = {}
         self._names = {
             table: sql.Identifier(*((schema,) if schema else ()), f"faxws_{table}").as_string(None)
             for table in _TABLES
@@ -345,7 +370,7 @@ class PostgresJournal:
 
     def _sql(self, template: str) -> str:
         f_columns = ", ".join(f"f.{name}" for name in _FIELDS)
-        return template.format(columns=_COLUMNS, f_columns=f_columns, **self._names)
+        return template.format(columns=_COLUMNS, f_columns=f_columns, lazy=_LAZY, **self._names)
 
     # -- the connection -----------------------------------------------------------------------
 
@@ -485,6 +510,7 @@ class PostgresJournal:
         jobs: Sequence[str] | None = None,
         check: bool = False,
         check_at: datetime | None = None,
+        durable: bool = False,
         **values: Any,
     ) -> Row:
         """Move ``key`` from one of ``sources`` to ``target`` (None: keep its state) if it is
@@ -492,7 +518,8 @@ class PostgresJournal:
         ``lease_seconds``, a new lease expiry; with ``jobs``, the job ids are recorded too;
         with ``check``, the row is next looked up at ``check_at`` (None: now) and its checks
         counted from 0. One statement whose WHERE is the check; only a refused move reads the
-        row again."""
+        row again. Only a ``durable`` move waits for the WAL's flush (see the module's
+        docstring)."""
         allowed = [s for s in sources if target is None or target in TRANSITIONS[s]]
         if check_at is not None:
             _aware(check_at, "check_at")
@@ -510,7 +537,7 @@ class PostgresJournal:
         values["updated_at"] = now
         if jobs is not None:
             values["job_ids"] = list(jobs)
-        query = self._move_query(tuple(values), owner is not None, jobs is not None)
+        query = self._move_query(tuple(values), owner is not None, jobs is not None, durable)
         params = {f"v_{name}": value for name, value in values.items()}
         params.update(key=key, sources=[s.value for s in allowed], owner=owner, now=now)
         what = (
@@ -540,8 +567,8 @@ class PostgresJournal:
 
         return self._run(work, what)
 
-    def _move_query(self, names: tuple[str, ...], owned: bool, jobs: bool) -> str:
-        cache = (names, owned, jobs)
+    def _move_query(self, names: tuple[str, ...], owned: bool, jobs: bool, durable: bool) -> str:
+        cache = (names, owned, jobs, durable)
         query = self._moves.get(cache)
         if query is None:
             # our own column names only: every value is a parameter
@@ -552,14 +579,16 @@ class PostgresJournal:
             )
             if owned:
                 template += " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
-            template += " RETURNING {columns}"
+            template += " RETURNING {columns}" + ("" if durable else ", {lazy}")
             if jobs:
                 # the job ids made findable in the same statement; the first row given a job
                 # id keeps it
                 template = (
                     "WITH moved AS (" + template + "), recorded AS (INSERT INTO {jobs}"  # noqa: S608
                     " (job_id, key) SELECT DISTINCT unnest(moved.job_ids), moved.key FROM moved"
-                    " ON CONFLICT (job_id) DO NOTHING) SELECT {columns} FROM moved"
+                    " ON CONFLICT (job_id) DO NOTHING) SELECT {columns}"
+                    + ("" if durable else ", lazy")
+                    + " FROM moved"
                 )
             query = self._moves[cache] = self._sql(template)
         return query
@@ -732,7 +761,7 @@ class PostgresJournal:
         return self._move(key, State.PENDING, (State.CLAIMED, State.SENDING), owner, reason=reason)
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
-        return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds)
+        return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds, durable=True)
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
@@ -770,7 +799,9 @@ class PostgresJournal:
         return self._move(key, State.NEEDS_REVIEW, REVIEW_SOURCES, reason=reason)
 
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
-        return self._move(key, state, final_sources(state), reason=reason)
+        # a cancel undone would leave a row the caller cancelled to be sent: synced
+        cancel = state is State.CANCELLED
+        return self._move(key, state, final_sources(state), reason=reason, durable=cancel)
 
     # -- tracking -----------------------------------------------------------------------------
 
@@ -788,7 +819,8 @@ class PostgresJournal:
         def work(cursor: Cursor) -> list[Row]:
             found = cursor.execute(self._q["due"], params).fetchall()
             # soonest first, as they were due (the statement gives them in no order)
-            return [_row(values[1:]) for values in sorted(found, key=lambda v: (v[0], v[-1]))]
+            ordered = sorted(found, key=lambda v: (v[_WAS], v[_SEQ]))
+            return [_row(values) for values in ordered]
 
         return self._run(work, f"taking due {state.value} rows")
 
