@@ -7,7 +7,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from faxws._protocol import assumptions as vendor
@@ -152,8 +152,19 @@ lives = st.fixed_dictionaries(
 )
 
 
+# A start at which begin + dial - begin - dial rounds below 0: the moment the call connects.
+_CONNECT_ROUNDS = {
+    "plan": Plan("delivered", 0),
+    "pages": 1,
+    "start_after": 249.39730315042314,
+    "expires_after": None,
+    "cancelled_after": None,
+}
+
+
 @settings(max_examples=300, deadline=None)
 @given(life=lives, elapsed=st.floats(0, 4000), fractions=st.lists(st.floats(0, 0.999), max_size=4))
+@example(life=_CONNECT_ROUNDS, elapsed=249.39730315042314 + 2 + 5, fractions=[])
 def test_nothing_shown_changes_before_the_next_change(
     life: dict[str, object], elapsed: float, fractions: list[float]
 ) -> None:
@@ -190,6 +201,7 @@ _STATES = {
 
 @settings(max_examples=300, deadline=None)
 @given(life=lives)
+@example(life=_CONNECT_ROUNDS)
 def test_the_steps_tell_the_life_as_it_is_lived(life: dict[str, object]) -> None:
     plan, pages = life["plan"], life["pages"]
     times = {k: v for k, v in life.items() if k not in ("plan", "pages")}

@@ -165,8 +165,11 @@ def state_at(
         attempts = index + 1
         how, pages_sent, took = _attempt(plan, index, pages, timing)
         if now < begin + took:  # this attempt is under way
-            into = now - begin - timing.dial
-            if into < 0 or how == "open":
+            # From the moment the call connects, as steps() and next_change() tell it: the
+            # difference now - begin - dial can round below 0 at that very moment.
+            connect = begin + timing.dial
+            into = now - connect
+            if now < connect or how == "open":
                 state = vendor.RECIPIENT_DIALING
             else:
                 state = vendor.RECIPIENT_SENDING
@@ -314,15 +317,16 @@ def next_change(
         if elapsed < end:
             if how == "open":
                 return stop_at
-            into = elapsed - begin - timing.dial
-            if into < 0:
-                return min(begin + timing.dial, stop_at)
+            connect = begin + timing.dial
+            into = elapsed - connect
+            if elapsed < connect:
+                return min(connect, stop_at)
             if how in ("delivered", "dropped"):
                 page = timing.page * (timing.slow_factor if plan.outcome == "slow" else 1.0)
                 done = int(into // page)
                 if done < (pages if how == "delivered" else sent):
                     # As state_at counts pages, so that rounding never leaves it behind.
-                    due = begin + timing.dial + (done + 1) * page
+                    due = connect + (done + 1) * page
                     due = due if due > elapsed else math.nextafter(elapsed, math.inf)
                     return min(due, end, stop_at)
             return min(end, stop_at)
