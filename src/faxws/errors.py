@@ -8,6 +8,7 @@ error of the caller's own document as its cause.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -84,6 +85,8 @@ class FaxWSError(Exception):
 
     def __str__(self) -> str:
         status = [] if self.status_code is None else [f"HTTP {self.status_code}"]
+        if status and re.search(rf"\b{status[0]}\b", self.message):
+            status = []  # said once: "HTTP 503 without a SOAP answer (request id ...)"
         rid = [] if self.request_id is None else [f"request id {self.request_id}"]
         return f"{self.message} ({', '.join(status + rid)})" if status or rid else self.message
 

@@ -344,3 +344,32 @@ def test_the_command_says_a_refused_credential_once(
         "faxws report: AuthenticationError: the service rejected the credentials: wrong user "
         "id or PIN (HTTP 401, request id r-3)\n"
     )
+
+
+@pytest.mark.parametrize("body", [b"{}", b"<html>no</html>"], ids=["no-error-code", "html"])
+def test_a_token_endpoints_refusal_says_its_status_once(
+    face: Any, capture_server: Callable[..., Any], body: bytes
+) -> None:
+    """A token endpoint that refuses without an error code is named by its status, once."""
+    from faxws import AuthenticationError
+
+    head = "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+    answer = f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+    server = capture_server(lambda raw: answer)
+    provider = face.provider(f"{server.url}/connect/token", "client", "secret")
+    with pytest.raises(AuthenticationError) as refused:
+        face.fetch_token(provider)
+    assert str(refused.value) == "the token endpoint refused the client credentials: HTTP 401"
+    assert refused.value.status_code == 401
+
+
+def test_an_http_status_is_said_once_and_others_keep_theirs() -> None:
+    from faxws.errors import HTTPStatusError, ServiceError
+
+    error = HTTPStatusError("HTTP 503 without a SOAP answer", request_id="r", status_code=503)
+    assert str(error) == "HTTP 503 without a SOAP answer (request id r)"
+    error = HTTPStatusError("HTTP 5030 x", status_code=503)  # another number is not its status
+    assert str(error) == "HTTP 5030 x (HTTP 503)"
+    assert str(ServiceError(-5019, "Invalid Job ID", request_id="r", status_code=200)) == (
+        "service error -5019: Invalid Job ID (HTTP 200, request id r)"
+    )
