@@ -290,6 +290,19 @@ def test_the_exit_codes_are_documented_once_by_meaning(capsys: pytest.CaptureFix
     assert _output.EXIT_CODES_HELP in build_parser().format_help()
 
 
+def test_every_client_error_has_its_exit_code_in_the_table() -> None:
+    """A new kind of error is given its code by meaning, not by falling to a default."""
+    import faxws.errors
+    from faxws.cli._output import CODES
+
+    kinds = {
+        name
+        for name in faxws.errors.__all__
+        if issubclass(getattr(faxws.errors, name), faxws.errors.FaxWSError)
+    }
+    assert set(CODES) == kinds
+
+
 # -- authentication messages: "(HTTP 401)" once, on every face -------------------------------
 
 

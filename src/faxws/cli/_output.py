@@ -276,15 +276,22 @@ class Doing(Protocol):
     reference_id: str | None
 
 
-#: The exit code of each kind of client error (the first that matches) when the request was
-#: not delivered; one that may have been is EXIT_MAYBE_SENT, whatever its kind.
-_CODES = (
-    ("BadInputError", EXIT_USAGE),
-    ("DocumentError", EXIT_USAGE),  # the caller's document could not be read
-    ("AuthenticationError", EXIT_AUTH),
-    ("TransportError", EXIT_TRANSPORT),  # not delivered: the service was not reached
-    ("FaxWSError", EXIT_SERVICE),
-)
+#: The exit code of each client error (faxws.errors) when the request was not delivered; one
+#: that may have been is EXIT_MAYBE_SENT, whatever its kind.
+CODES = {
+    "BadInputError": EXIT_USAGE,
+    "DocumentError": EXIT_USAGE,  # the caller's document could not be read
+    "AuthenticationError": EXIT_AUTH,
+    "ConnectError": EXIT_TRANSPORT,  # not delivered: the service was not reached
+    "RequestTimeoutError": EXIT_TRANSPORT,  # the connect time-out
+    "TransportError": EXIT_TRANSPORT,
+    "ServiceError": EXIT_SERVICE,
+    "SoapFaultError": EXIT_SERVICE,  # soap:Client
+    "HTTPStatusError": EXIT_SERVICE,  # 3xx, 4xx
+    "ProtocolError": EXIT_SERVICE,  # the token endpoint's answer, unreadable
+    "WaitTimeoutError": EXIT_WAIT_TIMEOUT,  # sent; waiting ended first
+    "FaxWSError": EXIT_SERVICE,
+}
 _NOT_SENT = "nothing was sent"
 _FAX_NOT_SENT = "the fax was not sent"
 _MAYBE_FAX = "the fax may have been delivered"
@@ -339,8 +346,8 @@ def _client_error(exc: Any, doing: Doing, mask: Callable[[str], str]) -> Failure
 
     maybe = bool(exc.maybe_delivered)
     code = EXIT_MAYBE_SENT
-    if not maybe:
-        code = next(c for name, c in _CODES if isinstance(exc, getattr(faxws.errors, name)))
+    if not maybe:  # by the nearest class the table names
+        code = next(CODES[c.__name__] for c in type(exc).__mro__ if c.__name__ in CODES)
     message = exc.message
     details = {k: getattr(exc, k) for k in ("code", "field", "fault_code") if hasattr(exc, k)}
     if isinstance(exc, faxws.errors.BadInputError):
