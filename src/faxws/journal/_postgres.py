@@ -170,11 +170,11 @@ _QUERIES = {
     # FOR UPDATE SKIP LOCKED: claimers never wait for each other nor take one row twice (a
     # row locked meanwhile is read again and its state checked again)
     "claim": (
-        "UPDATE {faxes} SET state = 'claimed', attempt = attempt + 1, lease_owner = %(owner)s,"
-        " lease_expires_at = %(expires)s, updated_at = %(now)s"
+        "UPDATE {faxes} SET state = 'claimed', attempt = attempt + 1, lease_owner = %s,"
+        " lease_expires_at = %s, updated_at = %s"
         " WHERE key IN (SELECT key FROM {faxes} WHERE state = 'pending'"
-        " OR (state = 'claimed' AND lease_expires_at <= %(now)s)"
-        " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+        " OR (state = 'claimed' AND lease_expires_at <= %s)"
+        " ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED)"
         " RETURNING {columns}, {lazy}"
     ),
     "due": (
@@ -348,8 +348,9 @@ class PostgresJournal:
         self._connect_timeout = max(1, round(connect_timeout))
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._cursor: Cursor | None = None  # the connection's, used by every call
         self._closed = False
-        self._moves: dict[tuple[tuple[str, ...], bool, bool, bool], str] = {}
+        self._moves: dict[tuple[tuple[str, ...], tuple[State, ...], bool, bool, bool], str] = {}
         self._names = {
             table: sql.Identifier(*((schema,) if schema else ()), f"faxws_{table}").as_string(None)
             for table in _TABLES
@@ -390,7 +391,7 @@ class PostgresJournal:
             except psycopg.Error as error:
                 conn.close()
                 raise self._error(f"could not set up the connection: {self._text(error)}") from None
-            self._conn = conn
+            self._conn, self._cursor = conn, conn.cursor()
         return conn
 
     def _settings(self) -> dict[str, Any]:
@@ -404,7 +405,7 @@ class PostgresJournal:
         return {**settings, "connect_timeout": self._connect_timeout}
 
     def _drop(self) -> None:
-        conn, self._conn = self._conn, None
+        conn, self._conn, self._cursor = self._conn, None, None
         if conn is not None:
             with suppress(psycopg.Error):
                 conn.close()
@@ -426,8 +427,9 @@ class PostgresJournal:
             for attempt in (1, 2):
                 conn = self._connection()
                 try:
-                    with conn.cursor() as cursor:
-                        return work(cursor)
+                    cursor = self._cursor
+                    assert cursor is not None
+                    return work(cursor)
                 except psycopg.Error as error:
                     lost = conn.closed or conn.broken
                     if lost:
@@ -537,9 +539,11 @@ class PostgresJournal:
         values["updated_at"] = now
         if jobs is not None:
             values["job_ids"] = list(jobs)
-        query = self._move_query(tuple(values), owner is not None, jobs is not None, durable)
-        params = {f"v_{name}": value for name, value in values.items()}
-        params.update(key=key, sources=[s.value for s in allowed], owner=owner, now=now)
+        shape = (tuple(values), tuple(allowed), owner is not None, jobs is not None, durable)
+        query = self._move_query(*shape)
+        params = [*values.values(), key]
+        if owner is not None:
+            params += [owner, now]
         what = (
             f"the heartbeat of row {key!r}"
             if target is None
@@ -567,18 +571,29 @@ class PostgresJournal:
 
         return self._run(work, what)
 
-    def _move_query(self, names: tuple[str, ...], owned: bool, jobs: bool, durable: bool) -> str:
-        cache = (names, owned, jobs, durable)
+    def _move_query(
+        self,
+        names: tuple[str, ...],
+        sources: tuple[State, ...],
+        owned: bool,
+        jobs: bool,
+        durable: bool,
+    ) -> str:
+        """The statement of a move of this shape: the values of ``names``, then the key, then
+        (``owned``) the owner and the time, as parameters, in that order."""
+        cache = (names, sources, owned, jobs, durable)
         query = self._moves.get(cache)
         if query is None:
-            # our own column names only: every value is a parameter
-            sets = ", ".join(f"{name} = %(v_{name})s" for name in names)
+            # our own column names and states only (as literals, the parameters fewer): every
+            # value is a parameter
+            sets = ", ".join(f"{name} = %s" for name in names)
+            states = ", ".join(f"'{state.value}'" for state in sources) or "NULL"
             template = (
-                "UPDATE {faxes} SET " + sets + " WHERE key = %(key)s"  # noqa: S608
-                " AND state = ANY(%(sources)s::text[])"
+                "UPDATE {faxes} SET " + sets + " WHERE key = %s"  # noqa: S608
+                " AND state IN (" + states + ")"
             )
             if owned:
-                template += " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
+                template += " AND lease_owner = %s AND lease_expires_at > %s"
             template += " RETURNING {columns}" + ("" if durable else ", {lazy}")
             if jobs:
                 # the job ids made findable in the same statement; the first row given a job
@@ -743,12 +758,7 @@ class PostgresJournal:
 
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
         now = self._now()
-        params = {
-            "owner": owner,
-            "expires": now + timedelta(seconds=lease_seconds),
-            "now": now,
-            "limit": _limit(limit),
-        }
+        params = (owner, now + timedelta(seconds=lease_seconds), now, now, _limit(limit))
         return self._run(
             lambda cursor: _by_seq(cursor.execute(self._q["claim"], params).fetchall()),
             f"a claim by {owner!r}",
