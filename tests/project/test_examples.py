@@ -4,11 +4,14 @@ conventions are doc_examples.py's), and what some of them show is checked too.""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import doc_examples
 import pytest
 from doc_examples import (
     ROOT,
@@ -75,6 +78,28 @@ def _pytest_passed(count: int) -> Callable[[Result], None]:
     return check
 
 
+def _shown(page: str, marker: str) -> str:
+    """The shown (not run) block of ``page`` holding ``marker``: what the page says a run
+    prints, to compare with what it printed."""
+    (found,) = [
+        block.code
+        for block in read_page(ROOT / page).blocks
+        if not block.runs and marker in block.code
+    ]
+    return found
+
+
+def _failure(result: Result) -> None:
+    """The failure the command line's page shows is the one `faxws send` gives: the exit
+    code, the stderr line and the JSON object, as shown."""
+    assert _lines(result)[0] == "exit 5"
+    shown = json.loads(_shown("docs/cli.md", '"exit_code": 5'))
+    assert json.loads((result.folder / "failure.json").read_text()) == shown
+    (line,) = _shown("docs/cli.md", "faxws send: HTTPStatusError").splitlines()
+    assert line in result.stderr.splitlines(), result.stderr
+    assert "Reference invoice-2041: not found." in result.stdout
+
+
 def _validation(result: Result) -> None:
     lines = _lines(result)
     assert lines[0].startswith("4 /SendFax/Recipients/item[2]/RecipCompany ")
@@ -92,6 +117,7 @@ CHECKS: dict[str, Callable[[Result], None]] = {
     "def test_my_async_code(faxws_simulator)": _pytest_passed(1),
     "def test_my_code(faxws_simulator)": _pytest_passed(3),
     "faxws.validate(request)": _validation,
+    "--json > failure.json": _failure,
 }
 
 
@@ -108,6 +134,34 @@ def test_example_runs(block: Block, tmp_path: Path) -> None:
     check = _check_for(block)
     if check is not None:
         check(result)
+
+
+#: The blocks that start `faxws serve` in the background and wait until it listens.
+WAITING = [
+    block
+    for block in BLOCKS
+    if block.lang == "sh" and re.search(r"^faxws serve\b.*&", block.code, flags=re.M)
+]
+
+
+@pytest.mark.parametrize("block", WAITING, ids=[block.id for block in WAITING])
+def test_a_failed_start_ends_the_wait(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script that waits for `faxws serve` gives up when the server exited instead of
+    listening, here because its port is taken: the wait ends, the script fails, and what
+    follows the wait never runs."""
+    assert re.search(r'kill -0 "\$SERVER" \|\| exit 1', block.code), block.id
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setattr(doc_examples, "free_port", lambda: port)
+        code = re.sub(r"--port 0\b", f"--port {port}", block.code)
+        result = run(dataclasses.replace(block, code=code), tmp_path / "example", timeout=120)
+    assert result.returncode == 1, result.explain()
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert result.stdout == "", result.explain()  # nothing after the wait ran
 
 
 def test_every_check_has_its_example() -> None:
@@ -144,8 +198,6 @@ def test_the_runner_refuses_what_it_cannot_run(tmp_path: Path) -> None:
 
 def read_page_at(path: Path) -> list[str]:
     """read_page's problems for a page outside the repository."""
-    import doc_examples
-
     saved = doc_examples.ROOT
     doc_examples.ROOT = path.parent
     try:
@@ -165,8 +217,6 @@ def test_the_runner_provides_what_a_set_up_sentence_names(tmp_path: Path) -> Non
         '  --to "+1 555 0100" contract.pdf scan.tif --file-type tiff_g4 --json\n'
         "```\n"
     )
-    import doc_examples
-
     saved = doc_examples.ROOT
     doc_examples.ROOT = tmp_path
     try:
