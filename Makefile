@@ -66,18 +66,12 @@ lint: $(VENV)/.dev-installed
 	$(PY) -m ruff format --check src tests scripts benchmarks docs/_griffe
 	$(PY) -m mypy --strict src
 
-$(VENV)/.docs-installed: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[docs]'
-	touch $@
-
 # The documentation site from docs/ and mkdocs.yml (the API reference from the docstrings),
 # into build/site/. --strict: a broken link or anchor, a page left out of the navigation or a
-# docstring griffe cannot read fails the build. Then the site's tests (offline, searchable,
-# the reference built), which `make test` skips without the docs extra.
-docs: $(VENV)/.docs-installed
+# docstring griffe cannot read fails the build. The site's own tests (offline, searchable,
+# the reference built) run with the others in `make test`.
+docs: $(VENV)/.test-installed
 	$(PY) -m mkdocs build --strict
-	$(PY) -m pytest -q tests/project/test_docs.py
 
 build: $(VENV)/.test-installed
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
