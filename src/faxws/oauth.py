@@ -65,8 +65,8 @@ class _Flight:
 class ClientCredentials:
     """Fetches, caches and refreshes access tokens with the client credentials grant (the id
     and secret sent in the form body to ``token_url``: https, or http to a loopback host).
-    Safe to share between threads; the README says when a token is renewed and who waits.
-    The secret and the tokens never appear in ``repr``, logs or error messages.
+    Safe to share between threads; docs/authentication.md says when a token is renewed and
+    who waits. The secret and the tokens never appear in ``repr``, logs or error messages.
 
     ``leeway``: seconds before expiry at which a cached token is renewed, or halfway through
     its lifetime when that is later (else a short-lived token would be renewed on arrival).

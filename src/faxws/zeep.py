@@ -1,4 +1,4 @@
-"""zeep's own client for any FaxWS WSDL (:func:`make_client`; the README has the details):
+"""zeep's own client for any FaxWS WSDL (:func:`make_client`; docs/zeep.md has the details):
 zeep builds requests and deserializes successful answers, faxws does everything between, so
 that faults, HTTP errors and non-zero ``WSError`` values are faxws errors before zeep sees
 anything. This is the only module of faxws that imports zeep."""

@@ -1,5 +1,5 @@
 """Where the vendor publishes nothing, faxws decides here, once, for the clients and the
-simulator alike (the README's "Assumptions" lists each with its reason)."""
+simulator alike (docs/assumptions.md lists each with its reason)."""
 
 from __future__ import annotations
 
