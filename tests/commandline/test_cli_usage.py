@@ -411,3 +411,92 @@ def test_each_tiff_type_the_hint_names_is_one_the_command_takes() -> None:
 
     named = [file_type_from_name(t) for t in TIFF_TYPES.split("|")]
     assert named == [FileType.TIFF_G3, FileType.TIFF_G4, FileType.TIFF_COLOR]
+
+
+# -- a value with spaces, unquoted, whose other words argparse took for FILE or JOB_ID -------
+
+_SPLIT = (
+    "argument {0}: takes one value, and words that no argument takes follow it (values are not "
+    "shown); quote a value with spaces: {0} {1}"
+)
+_OAUTH = ["--token-url", "https://auth.example/token", "--client-id", "c"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "hidden"),
+    [
+        (["send", "--to", "+1", "555", "0199", "letter.pdf"],
+         _SPLIT.format("--to", '"+1 555 0100"'), ["0199"]),
+        (["send", "--name", "Grace", "Hopper", "--to", "+1 555 0100", "letter.pdf"],
+         _SPLIT.format("--name", '"Ada Lovelace"'), ["Hopper"]),
+        (["send", "--to", "1", "--cover-text", "Hello", "world", "letter.pdf"],
+         _SPLIT.format("--cover-text", '"..."'), ["world"]),
+        (["send", "--to", "1", "--pin", "12", "Zq9x34", "letter.pdf"],
+         _SPLIT.format("--pin", '"..."'), ["Zq9x34"]),
+        (["send", "--to", "1", "--pin", "12", "-3456", "letter.pdf"],
+         _SPLIT.format("--pin", '"..."'), ["3456"]),
+        (["send", "--to", "1", "--client-secret=ab", "Zq9xcd", "letter.pdf", *_OAUTH],
+         _SPLIT.format("--client-secret", '"..."'), ["Zq9xcd"]),
+        (["send", "--to", "1", "--token", "Bearer", "Zq9x.part", "letter.pdf"],
+         "FILE 1: no such file (its name is not shown: it follows the value of --token, and may "
+         'be part of it; quote a value with spaces: --token "...")', ["Zq9x"]),
+        (["send", "--to", "1", "--pin", "1234", "missing.pdf"],
+         "FILE 1: no such file (its name is not shown: it follows the value of --pin, and may "
+         'be part of it; quote a value with spaces: --pin "...")', ["missing"]),
+        (["send", "--to", "1", "--pin", "1234", "letter.pdf", "--pin", "56", "Zq9x.78"],
+         _SPLIT.format("--pin", '"..."'), ["Zq9x"]),
+        (["status", "--reference", "invoice", "Zq9x41"],
+         _SPLIT.format("--reference", '"..."'), ["Zq9x41"]),
+    ],
+    ids=["to", "name", "cover-text", "pin", "pin-negative", "client-secret", "token-dotted",
+         "pin-missing-file", "pin-again", "reference"],
+)  # fmt: skip
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
+def test_words_of_an_unquoted_value_taken_for_files_are_named_by_its_option(
+    pdf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+    hidden: list[str],
+    json_flag: list[str],
+) -> None:
+    """``--to +1 555 0100 letter.pdf`` (one recipient: "555" and "0100" become files) and
+    ``--token Bearer abc.def``: the option is named, never a word, which after a secret may
+    be part of it; before any file is read."""
+    monkeypatch.chdir(pdf.parent)
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", "FAXWS_PIN": "PIN-77"}
+    done = faxws(*args, *json_flag, env=env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"usage: faxws {args[0]} [-h]")
+    assert lines[-1] == f"faxws {args[0]}: error: {message}"
+    for word in hidden:
+        assert word not in done.stdout + done.stderr
+    if json_flag:
+        assert json_error(done)["message"] == message
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "line"),
+    [
+        (["send", "--to", "1", "--pin", "1234", "letter.pdf"], 4, "ConnectError: cannot connect"),
+        (["send", "--to", "1", "missing.pdf"], 2,
+         "BadInputError: FILE: cannot read 'missing.pdf': No such file or directory"),
+        (["status", "--request-id", "r-1", "SIM1"], 4, "ConnectError: cannot connect"),
+        (["send", "--to", "1", "--", "-letter.pdf"], 2,
+         "BadInputError: FILE: cannot read '-letter.pdf': No such file or directory"),
+        (["send", "--to", "1", "--timeout", "5", "notes"], 2,
+         "BadInputError: --file-type: cannot infer the type of 'notes'"),  # no word of a value
+        (["validate", "--max-issues", "5", "request"], 2, "request: cannot read"),
+    ],
+    ids=["file-after-a-pin", "missing-file", "job-after-a-value", "after-double-dash",
+         "after-a-number", "validate"],
+)  # fmt: skip
+def test_words_that_are_meant_as_files_or_job_ids_still_are(
+    pdf: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, line: str
+) -> None:
+    monkeypatch.chdir(pdf.parent)
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", "FAXWS_PIN": "PIN-77"}
+    done = faxws(*args, env=env)
+    assert done.returncode == code, done.stderr
+    assert done.stderr.startswith(line if args[0] == "validate" else f"faxws {args[0]}: {line}")

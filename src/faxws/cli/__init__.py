@@ -13,6 +13,7 @@ module imports what its ``run`` needs.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -31,10 +32,13 @@ class _ParseError(Exception):
     """argparse refused the arguments. Raised instead of printed, so that the message can lose
     the values it quotes and be answered in JSON."""
 
-    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+    def __init__(
+        self, parser: argparse.ArgumentParser, message: str, *, safe: bool = False
+    ) -> None:
         super().__init__(message)
         self.parser = parser
         self.message = message
+        self.safe = safe  # the program's own words, which quote no value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -436,10 +440,13 @@ def _main(words: list[str], out: Outcome) -> int:
     }
     try:
         args, extra = parser.parse_known_args(words)
-        if extra:  # said by the command they were given to, with its usage
+        # Said by the command they were given to, with its usage.
+        _refuse_split_values(_command_of(parser, args), args, words)
+        if extra:
             _command_of(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     except _ParseError as exc:
-        return out.usage(_safe_message(exc, parser, words, out.secrets), exc.parser)
+        message = exc.message if exc.safe else _safe_message(exc, parser, words, out.secrets)
+        return out.usage(message, exc.parser)
     out.prog = f"faxws {args.command}"
     out.as_json = bool(args.json)
     run: Callable[[argparse.Namespace, Outcome], int] = args.run
@@ -531,11 +538,7 @@ def _safe_message(
                 hidden = True
         split = None if shown else _split_value(error.parser, words, set(stray))
         if split is not None:
-            example = _QUOTED.get(split, '"..."')
-            return (
-                f"argument {split}: takes one value, and words that no argument takes follow "
-                f"it (values are not shown); quote a value with spaces: {split} {example}"
-            )
+            return _split_message(split)
         text = f": {', '.join(shown)}" if shown else ""
         return f"unrecognized arguments{text}{' (values are not shown)' if hidden else ''}"
     if message.startswith("ambiguous option: ") and " could match " in message:
@@ -543,21 +546,91 @@ def _safe_message(
     return "invalid arguments (see --help)"
 
 
+def _refuse_split_values(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, words: Sequence[str]
+) -> None:
+    """Refuse a value with spaces given without quotes whose other words argparse took for
+    FILE (``--to +1 555 0100 letter.pdf``: "555" is no file) or for JOB_ID beside
+    ``--reference``, naming the option and never a word. After a secret option (``--token
+    Bearer abc``, ``--pin 12 34``) the word may be part of the secret: no message quotes it,
+    also not as a missing file's name. Checked before any file is read."""
+    secret_flags = {FLAGS[key] for key in ("token", "pin", "client_secret")}
+    files = getattr(args, "files", None) or []
+
+    def stray(option: str, word: str) -> bool:
+        if parser._option_string_actions[option].type is not None:  # a number, a date
+            return False
+        if word == "-" or os.path.lexists(word):
+            return False
+        # A missing "letter.pdf" after "--to 1" is a missing file, said as such.
+        return option in secret_flags or not os.path.splitext(word)[1]
+
+    found = _split(parser, words, set(files), stray)
+    if found is not None:
+        split, following = found
+        if not os.path.splitext(following)[1]:  # no document's name: a word of the value
+            raise _ParseError(parser, _split_message(split), safe=True)
+        raise _ParseError(  # after a secret: a missing document, or the rest of the secret
+            parser,
+            f"FILE {files.index(following) + 1}: no such file (its name is not shown: it "
+            f"follows the value of {split}, and may be part of it; quote a value with "
+            f"spaces: {split} {_ANY})",
+            safe=True,
+        )
+    job_ids = getattr(args, "job_ids", None)
+    if job_ids and getattr(args, "reference", None) is not None:  # the two exclude each other
+        found = _split(parser, words, set(job_ids), lambda option, _: option == "--reference")
+        if found is not None:
+            raise _ParseError(parser, _split_message(found[0]), safe=True)
+
+
+def _split_message(option: str) -> str:
+    """What a value with spaces given without quotes is told."""
+    return (
+        f"argument {option}: takes one value, and words that no argument takes follow it "
+        f"(values are not shown); quote a value with spaces: {option} {_QUOTED.get(option, _ANY)}"
+    )
+
+
 #: A value with spaces of an option, quoted as a shell wants it.
 _QUOTED = {"--to": '"+1 555 0100"', "--name": '"Ada Lovelace"', "--company": '"Example Ltd"'}
+_ANY = '"..."'
 
 
 def _split_value(
-    parser: argparse.ArgumentParser, words: Sequence[str], stray: Collection[str]
+    parser: argparse.ArgumentParser,
+    words: Sequence[str],
+    stray: Collection[str],
+    taken: Callable[[str, str], bool] | None = None,
 ) -> str | None:
     """The option of ``parser`` taking one value whose value a stray word follows: a value
-    with spaces given without quotes (``--to +1 555 0100``)."""
+    with spaces given without quotes (``--to +1 555 0100``). Without ``taken``, a stray word
+    is one no argument took; with it, a word an argument took (in ``stray``) for which
+    ``taken(option, word)`` holds."""
+    found = _split(parser, words, stray, taken)
+    return None if found is None else found[0]
+
+
+def _split(
+    parser: argparse.ArgumentParser,
+    words: Sequence[str],
+    stray: Collection[str],
+    taken: Callable[[str, str], bool] | None = None,
+) -> tuple[str, str] | None:
+    """:func:`_split_value`'s option, with the stray word that follows its value."""
     single = {o for a in parser._actions if a.nargs is None for o in a.option_strings}
     for i, word in enumerate(words):
+        if word == "--":  # what follows is positional
+            return None
         option, equals, _ = word.partition("=")
         if option not in single:
             continue
         after = i + (1 if equals else 2)
-        if after < len(words) and words[after] in stray and not words[after].startswith("-"):
-            return option
+        if after >= len(words) or words[after] not in stray:
+            continue
+        following = words[after]
+        if taken is None and not following.startswith("-"):
+            return option, following
+        if taken is not None and taken(option, following):
+            return option, following
     return None
