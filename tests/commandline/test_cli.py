@@ -323,6 +323,79 @@ def test_when_nothing_else_is_given_the_message_names_the_empty_variable(
     assert done.stderr.splitlines() == [message]
 
 
+#: Every setting's variable, by how it is tried: blank while the others are complete.
+_SETTINGS = ["FAXWS_TOKEN", "FAXWS_PIN", "FAXWS_TOKEN_URL", "FAXWS_CLIENT_ID"]
+_SETTINGS += ["FAXWS_CLIENT_SECRET", "FAXWS_SCOPE", "FAXWS_NOTIFY_PASSWORD"]
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t  "], ids=["empty", "space", "blanks"])
+@pytest.mark.parametrize("variable", _SETTINGS)
+def test_an_empty_or_blank_variable_is_as_if_unset(
+    faxws_simulator: FaxWSSimulator, variable: str, value: str
+) -> None:
+    """``FAXWS_PIN=" "`` is no credential, no scope, no secret to mask: a blank value masked
+    would turn every space of every message into ***."""
+    env = {**pin_env(faxws_simulator), variable: value}
+    if variable == "FAXWS_PIN":
+        env["FAXWS_TOKEN"] = DEMO_TOKEN
+    done = faxws("report", "SIM1", "--request-id", "r-blank", env=env)
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr == (
+        "faxws report: ServiceError: service error -5019: Invalid Job ID (HTTP 200, request id "
+        "r-blank)\n"
+    )
+    expected = f"Bearer {DEMO_TOKEN}" if variable == "FAXWS_PIN" else None
+    assert faxws_simulator.requests[0].header("authorization") == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"FAXWS_PIN": " "},
+            "faxws report: error: give exactly one kind of credential: a token, a PIN, or the "
+            "client credentials (--token-url, --client-id, --client-secret) (FAXWS_PIN is set "
+            "to spaces only, and an empty or blank variable counts as unset)",
+        ),
+        (
+            {"FAXWS_PIN": "", "FAXWS_TOKEN": "\t"},
+            "faxws report: error: give exactly one kind of credential: a token, a PIN, or the "
+            "client credentials (--token-url, --client-id, --client-secret) (FAXWS_PIN is set "
+            "but empty and FAXWS_TOKEN is set to spaces only, and an empty or blank variable "
+            "counts as unset)",
+        ),
+        (
+            {"FAXWS_BASE_URL": "  ", "FAXWS_PIN": "1234"},
+            "faxws report: error: no service URL: pass --base-url or set FAXWS_BASE_URL "
+            "(FAXWS_BASE_URL is set to spaces only, and an empty or blank variable counts as "
+            "unset)",
+        ),
+        (
+            {"FAXWS_USER_ID": " ", "FAXWS_PIN": "1234"},
+            "faxws report: error: no user id: pass --user-id or set FAXWS_USER_ID "
+            "(FAXWS_USER_ID is set to spaces only, and an empty or blank variable counts as "
+            "unset)",
+        ),
+        (
+            {"FAXWS_TOKEN_URL": "https://a.example/t", "FAXWS_CLIENT_ID": "c",
+             "FAXWS_CLIENT_SECRET": " "},
+            "faxws report: error: client credentials need --client-secret as well "
+            "(FAXWS_CLIENT_SECRET is set to spaces only, and an empty or blank variable counts "
+            "as unset)",
+        ),
+    ],
+    ids=["pin", "pin-and-token", "base-url", "user-id", "client-secret"],
+)  # fmt: skip
+def test_when_nothing_else_is_given_the_message_names_the_blank_variable(
+    env: dict[str, str], message: str
+) -> None:
+    done = faxws(
+        "report", "J1", env={"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", **env}
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [message]
+
+
 def test_authentication_failure_exits_3(faxws_simulator: FaxWSSimulator) -> None:
     env = {**pin_env(faxws_simulator), "FAXWS_PIN": "PIN-NOT-RIGHT-123"}
     done = faxws("report", "J1", env=env)

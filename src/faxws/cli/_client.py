@@ -35,7 +35,9 @@ _SECRET_KEYS = ("token", "pin", "client_secret")
 
 
 def secrets_in(words: Sequence[str]) -> set[str]:
-    """The values of the secret variables and of every secret flag, wherever it stands."""
+    """The values of the secret variables and of every secret flag, wherever it stands. A
+    blank value (``FAXWS_PIN=" "``) is no credential and hides nothing: masking its spaces
+    would garble every message."""
     found = {os.environ.get(ENV[key], "") for key in _SECRET_KEYS}
     found.add(os.environ.get(NOTIFY_PASSWORD_ENV, ""))
     for i, word in enumerate(words):
@@ -44,25 +46,34 @@ def secrets_in(words: Sequence[str]) -> set[str]:
                 found.add(words[i + 1])
             elif word.startswith(flag + "="):
                 found.add(word[len(flag) + 1 :])
-    return {s for s in found if s}
+    return {s for s in found if s.strip()}
 
 
 def setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | None:
     """The setting's flag, else (with ``use_env``) its FAXWS_* variable; a variable set empty
-    (``FAXWS_PIN=``) is no setting, as if unset."""
+    or blank (``FAXWS_PIN=``, ``FAXWS_PIN=" "``) is no setting, as if unset."""
     value = getattr(args, key, None)
     if value is not None:
         return str(value)
-    return (os.environ.get(ENV[key]) or None) if use_env else None
+    value = os.environ.get(ENV[key]) if use_env else None
+    return value if value is not None and value.strip() else None
 
 
 def _empty(*keys: str) -> str:
-    """Which of these settings' variables are set but empty, said for a message."""
-    empty = [ENV[k] for k in keys if os.environ.get(ENV[k]) == ""]
-    if not empty:
+    """Which of these settings' variables are set but empty or blank, said for a message."""
+    values = {ENV[k]: os.environ.get(ENV[k]) for k in keys}
+    empty = [name for name, value in values.items() if value == ""]
+    blank = [name for name, value in values.items() if value and not value.strip()]
+    said = []
+    if empty:
+        said.append(f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty")
+    if blank:
+        verb = "is" if len(blank) == 1 else "are"
+        said.append(f"{' and '.join(blank)} {verb} set to spaces only")
+    if not said:
         return ""
-    verb = "is" if len(empty) == 1 else "are"
-    return f" ({' and '.join(empty)} {verb} set but empty, and an empty variable counts as unset)"
+    counts = "an empty variable" if not blank else "an empty or blank variable"
+    return f" ({' and '.join(said)}, and {counts} counts as unset)"
 
 
 def make_client(args: argparse.Namespace) -> FaxClient:
@@ -94,8 +105,9 @@ def make_client(args: argparse.Namespace) -> FaxClient:
 
         missing = [k for k in _OAUTH_CLIENT_KEYS if not creds[k]]
         if missing:
+            empty = "" if from_flags else _empty(*missing)
             raise UsageError(
-                f"client credentials need {', '.join(FLAGS[k] for k in missing)} as well"
+                f"client credentials need {', '.join(FLAGS[k] for k in missing)} as well{empty}"
             )
         token = ClientCredentials(
             str(creds["token_url"]),
