@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import io
+import math
+import random
 import re
+import struct
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +26,7 @@ from faxws.testing import (
     ManualClock,
     _preview,
 )
+from faxws.testing._records import ReceivedFile
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
 
@@ -273,6 +277,117 @@ def test_a_tiff_too_large_or_broken_is_not_drawn(
     bad = get(faxws_simulator, "/api/jobs/1/files/2/preview")
     assert bad.status_code == 422
     assert bad.json()["error"].startswith("job 1 file 2: Pillow cannot read the TIFF: ")
+
+
+def _directory(data: bytes, page: int) -> dict[int, int]:
+    """Where each entry of a page's image directory is in the TIFF ``data``, by its tag."""
+    (at,) = struct.unpack_from("<I", data, 4)
+    for _ in range(page - 1):
+        (count,) = struct.unpack_from("<H", data, at)
+        (at,) = struct.unpack_from("<I", data, at + 2 + 12 * count)
+    (count,) = struct.unpack_from("<H", data, at)
+    places = [at + 2 + 12 * i for i in range(count)]
+    return {struct.unpack_from("<H", data, place)[0]: place for place in places}
+
+
+def _damaged(page: int, tag: int, *, renamed: int = 0, value: int = 0, double: float = 0) -> bytes:
+    """A two-page TIFF with one entry of one page's directory changed: its tag ``renamed``
+    (the entry is then missing), its short ``value``, or read as a ``double`` (type 12)."""
+    data = bytearray(tiff())
+    assert data[:2] == b"II"
+    at = _directory(data, page)[tag]
+    if renamed:
+        struct.pack_into("<H", data, at, renamed)
+    if value:
+        struct.pack_into("<H", data, at + 8, value)
+    if double:  # a double fits in the 8 bytes of the rational it replaces
+        (where,) = struct.unpack_from("<I", data, at + 8)
+        struct.pack_into("<H", data, at + 2, 12)
+        struct.pack_into("<d", data, where, double)
+    return bytes(data)
+
+
+_WIDTH, _COMPRESSION, _X_RESOLUTION = 256, 259, 282
+
+
+@pytest.mark.parametrize(
+    ("document", "page", "status", "error"),
+    [
+        (_damaged(2, _WIDTH, renamed=65000), 2, 422, "TypeError: Missing dimensions"),
+        (_damaged(2, _COMPRESSION, value=26120), 2, 422, "KeyError: 26120"),
+        (_damaged(1, _WIDTH, renamed=65000), 1, 422, "not an image it knows"),
+        (tiff()[:60], 1, 422, None),  # truncated
+        (_damaged(1, _X_RESOLUTION, double=math.inf), 1, 200, None),
+        (_damaged(2, _X_RESOLUTION, double=math.inf), 2, 200, None),
+        (_damaged(1, _X_RESOLUTION, double=math.nan), 1, 200, None),
+        (_damaged(1, _X_RESOLUTION, double=1e-300), 1, 200, None),
+    ],
+    ids=[
+        "no-width",
+        "unknown-compression",
+        "unreadable",
+        "truncated",
+        "infinite-resolution",
+        "infinite-resolution-page-2",
+        "nan-resolution",
+        "tiny-resolution",
+    ],
+)
+def test_a_damaged_tiff_gets_an_answer_saying_so(
+    faxws_simulator: FaxWSSimulator,
+    document: bytes,
+    page: int,
+    status: int,
+    error: str | None,
+) -> None:
+    """Pillow fails on a damaged TIFF in many ways (TypeError, KeyError, ...); each is a 422
+    naming the failure, never a connection closed unanswered, and a resolution that is no
+    finite number draws the page as it is."""
+    with FaxClient(faxws_simulator.url, user_id=DEMO_USER_ID, pin=DEMO_PIN) as c:
+        c.send_fax(["+1 5"], [FaxFile(document, FileType.TIFF_G3)])
+    answer = get(faxws_simulator, f"/api/jobs/1/files/1/preview?page={page}")
+    assert answer.status_code == status, answer.text
+    if status == 200:
+        assert answer.content.startswith(b"\x89PNG")
+        return
+    message = answer.json()["error"]
+    assert message.startswith("job 1 file 1: Pillow cannot read the TIFF: ")
+    assert "<_io" not in message  # no file object, whose name is a path of the server's
+    if error is not None:
+        assert message.endswith(error)
+    assert get(faxws_simulator, "/jobs/1").status_code == 200  # its page still shows
+
+
+def test_any_damage_to_a_tiff_gets_a_preview_or_a_reason() -> None:
+    """Bytes of fax TIFFs of several kinds changed at random (the same each run): each page
+    is drawn, or refused with a status; nothing else escapes."""
+    from PIL import Image
+
+    seeds = [tiff()]
+    for mode, compression in (("1", "group4"), ("L", "tiff_deflate"), ("RGB", "tiff_lzw")):
+        out = io.BytesIO()
+        frames = [Image.new(mode, (48, 40)), Image.new(mode, (40, 48))]
+        frames[0].save(out, "TIFF", compression=compression, save_all=True, append_images=frames)
+        seeds.append(out.getvalue())
+    rng = random.Random(25)
+    for n in range(400):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(8, len(data))
+            if rng.random() < 0.5:
+                data[at] = rng.randrange(256)
+            else:
+                data[at : at + 2] = struct.pack("<H", rng.choice([0, 1, 3, 12, 0xFFFF, 26120]))
+        if rng.random() < 0.1:
+            del data[rng.randrange(8, len(data)) :]
+        received = ReceivedFile(1, 1, bytes(data))
+        for page in (1, 2):
+            status = 200
+            try:
+                _preview.png(received, page)
+            except _preview.PreviewError as exc:
+                status = exc.status
+            assert status in (200, 404, 413, 422), (n, page)
 
 
 def test_without_pillow_a_preview_says_what_to_install(

@@ -11,6 +11,7 @@ tall (204 by 98 dots per inch), and are drawn square. The newest pages drawn are
 from __future__ import annotations
 
 import io
+import math
 import threading
 import warnings
 from collections import OrderedDict
@@ -118,21 +119,30 @@ def _draw(image_module: ModuleType, received: ReceivedFile, page: int) -> bytes:
         raise
     except FileNotFoundError:
         raise PreviewError(404, "the document is gone") from None
+    except image_module.UnidentifiedImageError:
+        # Its own message names the file object: the spool's path, for a large document.
+        raise PreviewError(422, "Pillow cannot read the TIFF: not an image it knows") from None
     except (image_module.DecompressionBombError, OSError, ValueError, SyntaxError, EOFError) as exc:
         raise PreviewError(422, f"Pillow cannot read the TIFF: {exc}") from None
+    except Exception as exc:
+        # A damaged TIFF makes Pillow fail in any way: TypeError, KeyError, IndexError,
+        # struct.error, MemoryError, ...
+        raise PreviewError(
+            422, f"Pillow cannot read the TIFF: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _square(image_module: ModuleType, image: Image.Image) -> Image.Image:
     """The page with square pixels, in a mode PNG takes."""
     frame = image if image.mode in _DRAWN_MODES else image.convert("RGB")
     dpi = image.info.get("dpi")
-    if isinstance(dpi, tuple) and len(dpi) == 2 and all(float(d) > 0 for d in dpi):
+    if isinstance(dpi, tuple) and len(dpi) == 2 and all(0 < float(d) < math.inf for d in dpi):
         ratio = float(dpi[0]) / float(dpi[1])
         width, height = frame.size
-        tall = round(height * ratio)
-        if abs(ratio - 1) > 0.1 and 0 < width * tall <= MAX_PIXELS:
+        tall = height * ratio  # a resolution read as a float may be anything but finite
+        if abs(ratio - 1) > 0.1 and 0 < width * tall <= MAX_PIXELS and round(tall) > 0:
             grey = frame.convert("L") if frame.mode == "1" else frame
-            frame = grey.resize((width, tall), image_module.Resampling.BILINEAR)
+            frame = grey.resize((width, round(tall)), image_module.Resampling.BILINEAR)
     return frame
 
 
