@@ -140,6 +140,15 @@ def test_a_document_comes_back_byte_for_byte(faxws_simulator: FaxWSSimulator) ->
         ("/api/requests?limit=many", 400, "limit must be a whole number"),
         ("/api/jobs?limit=1_0", 400, "limit must be a whole number"),
         ("/api/jobs?limit=%D9%A3", 400, "limit must be a whole number"),
+        ("/api/jobs?min=1&timeout=1_0", 400, "timeout must be a number of seconds"),
+        ("/api/jobs?min=1&timeout=%D9%A3", 400, "timeout must be a number of seconds"),
+        ("/api/jobs?min=1&timeout=%203", 400, "timeout must be a number of seconds"),
+        ("/api/jobs/1/files/1?download=yes", 400, "download must be 0 or 1"),
+        (
+            "/api/jobs?=1",
+            400,
+            'unknown query parameter "": GET /api/jobs takes min, timeout, limit, q',
+        ),
     ],
 )
 def test_bad_lookups_get_a_json_error_naming_the_problem(
@@ -202,6 +211,93 @@ def test_stop_ends_a_wait_for_jobs() -> None:
     waiter.join(120)
     assert not waiter.is_alive()
     assert len(outcome) == 1
+
+
+@pytest.mark.parametrize("leaves", ["close", "reset"])
+def test_a_wait_for_jobs_ends_within_a_check_of_its_client_going_away(
+    faxws_simulator: FaxWSSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    leaves: str,
+) -> None:
+    """A client that gave up does not hold its thread for the rest of its time-out (each
+    such wait would be a thread held five minutes, however many clients came and went)."""
+    import socket
+    import struct
+
+    from faxws.testing import _events
+
+    caplog.set_level("INFO", logger="faxws.simulator")
+    state = faxws_simulator._state
+    waiting: list[threading.Thread] = []
+    started = threading.Event()
+    wait_for_jobs = state.wait_for_jobs
+
+    def watched(count: int, timeout: float) -> bool:
+        waiting.append(threading.current_thread())
+        started.set()
+        return wait_for_jobs(count, timeout)
+
+    monkeypatch.setattr(state, "wait_for_jobs", watched)
+    sock = socket.create_connection(("127.0.0.1", faxws_simulator.port), timeout=30)
+    sock.sendall(b"GET /api/jobs?min=5&timeout=300 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert started.wait(30)
+    if leaves == "reset":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    waiting[0].join(_events.CHECK * 10)  # not the 300 s asked for
+    assert not waiting[0].is_alive()
+    lines = [r.getMessage() for r in caplog.records if r.name == "faxws.simulator"]
+    assert lines == ["GET /api/jobs - no answer: the client went away request_id=-"]
+    # A client still there waits on, and gets its answer.
+    assert get(faxws_simulator, "/api/jobs?min=1&timeout=1.5").json()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "broken", "body"),
+    [
+        (
+            "/api/openapi.json",
+            "faxws.testing._openapi.document",
+            '{"error": "the simulator failed: RuntimeError: broken on purpose"}',
+        ),
+        (
+            "/",
+            "faxws.testing._inbox._Page.inbox",
+            "the simulator failed: RuntimeError: broken on purpose\n",
+        ),
+        (
+            "/jobs/1",
+            "faxws.testing._inbox.file_kind",
+            "the simulator failed: RuntimeError: broken on purpose\n",
+        ),
+        (
+            "/api/jobs/1/files/1",
+            "faxws.testing._api.file_kind",
+            '{"error": "the simulator failed: RuntimeError: broken on purpose"}',
+        ),
+    ],
+)
+def test_a_route_that_fails_answers_500_saying_how(
+    faxws_simulator: FaxWSSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    broken: str,
+    body: str,
+) -> None:
+    """Rather than the connection closing unanswered; the simulator serves on."""
+    with client(faxws_simulator) as c:
+        c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(broken, fail)
+    answer = get(faxws_simulator, path)
+    assert (answer.status_code, answer.text) == (500, body)
+    assert answer.headers["Connection"] == "close"
+    monkeypatch.undo()
+    assert get(faxws_simulator, path).status_code == 200
 
 
 @pytest.mark.parametrize(

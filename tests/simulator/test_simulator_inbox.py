@@ -263,6 +263,10 @@ def test_the_inbox_own_requests_are_neither_recorded_nor_logged(
     for path in ("/", "/jobs/1", "/requests/1", "/static/inbox.js", "/favicon.ico", "/jobs/7"):
         page(faxws_simulator, path)
     page(faxws_simulator, "/api/jobs", headers=inbox)
+    # What a page shows of a job (a document, a TIFF's page): loaded by a page of the
+    # simulator's own, as the browser says.
+    own = {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "embed"}
+    assert page(faxws_simulator, "/api/jobs/1/files/1", headers=own).status_code == 200
     requests.delete(faxws_simulator.url + "/api/jobs/1", headers=inbox, timeout=60)
     page(faxws_simulator, "/api/requests")  # a tool's call: logged
     lines = [r.getMessage() for r in caplog.records if r.name == "faxws.simulator"]

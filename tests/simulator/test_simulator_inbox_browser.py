@@ -1,21 +1,17 @@
-"""The simulator's inbox in headless Chromium (driven by playwright, never its own browser
-download): what a person sees on each page, that a new fax and a fax's progress appear
-without a reload, search as you type, delete and clear all. Every page is watched: no script
-error, no refusal by the Content-Security-Policy, no request anywhere but the simulator.
-
-CI installs Chromium and sets FAXWS_REQUIRE_BROWSER: there a missing browser fails these
-tests; elsewhere they are skipped."""
+"""The simulator's inbox in headless Chromium (see chromium.py): what a person sees on each
+page, that a new fax and a fax's progress appear without a reload, search as you type, delete
+and clear all, many tabs open at once. Every page is watched: no script error, no refusal by
+the Content-Security-Policy, no request anywhere but the simulator."""
 
 from __future__ import annotations
 
 import io
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from chromium import launched
 
 try:
     from playwright.sync_api import expect
@@ -28,48 +24,18 @@ from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, Fault, FaxWSSimulator
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    yield from launched()
+
+
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n"
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cfc0f01f0005060201e2b8c1b40000000049454e44ae426082"
 )
 DEADLINE = 15_000  # milliseconds any wait on the page may take
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _chromium() -> str | None:
-    for found in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
-        if found and os.path.exists(found):
-            return found
-    return None
-
-
-def _unavailable(why: str) -> None:
-    if os.environ.get("FAXWS_REQUIRE_BROWSER"):
-        pytest.fail(f"{why}, and FAXWS_REQUIRE_BROWSER is set")
-    pytest.skip(f"{why} (CI installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = _chromium()
-    if path is None:
-        _unavailable("Chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - the test extra has it
-        _unavailable("playwright is not installed")
-    assert path is not None
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=ARGS)
-        yield launched
-        launched.close()
 
 
 class Watched:

@@ -257,3 +257,58 @@ def test_paths_not_described_are_not_served(sim: FaxWSSimulator) -> None:
             404,
             {"error": f"no such resource: {path}"},
         )
+
+
+def refused_values(schema: dict[str, Any]) -> list[str]:
+    """Query values the parameter's schema refuses, as a query can spell them."""
+    values: list[str] = []
+    if "enum" in schema:
+        values += [v for v in ("", "2", "yes", "1 ") if v not in schema["enum"]]
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        # Spellings Python's int() or float() would take, and values beyond the bounds.
+        values += ["", "x", "1_0", " 1", "1 ", "\u0661", "0x10"]
+        if kind == "integer":
+            values += ["1.5", "1e2"]
+        if "minimum" in schema:
+            values.append(str(schema["minimum"] - 1))
+        if "maximum" in schema:
+            values.append(str(schema["maximum"] + 1))
+    if "maxLength" in schema:
+        values.append("a" * (schema["maxLength"] + 1))
+    return values
+
+
+def taken_values(schema: dict[str, Any]) -> list[str]:
+    values = [str(v) for v in schema.get("enum", ())]
+    values += [str(schema[bound]) for bound in ("minimum", "maximum") if bound in schema]
+    if "maxLength" in schema:
+        values += ["", "a" * schema["maxLength"]]
+    return values
+
+
+def test_every_query_parameter_refuses_what_its_schema_refuses(
+    sim: FaxWSSimulator, document: dict[str, Any]
+) -> None:
+    """Each described parameter takes what its schema takes and answers 400 to anything
+    else: the description is the contract a generated client trusts."""
+    checked = 0
+    for path, method, op in operations(document):
+        if method != "get" or path == "/api/events":
+            continue
+        for parameter in op.get("parameters", ()):
+            name, schema = parameter["name"], parameter["schema"]
+            for value in refused_values(schema):
+                answer = requests.get(
+                    sim.url + concrete(path), params={name: value}, headers=CLIENT, timeout=30
+                )
+                assert answer.status_code == 400, (path, name, value, answer.status_code)
+                assert answer.json()["error"].startswith(f"{name} must be"), (path, name, value)
+                check_answer(document, op, answer, f"{path}?{name}={value!r}")
+                checked += 1
+            for value in taken_values(schema):
+                answer = requests.get(
+                    sim.url + concrete(path), params={name: value}, headers=CLIENT, timeout=30
+                )
+                assert answer.status_code != 400, (path, name, value, answer.text)
+    assert checked >= 40

@@ -26,7 +26,8 @@ naming it); ``token`` (the API token) is taken everywhere. A POST, PUT or DELETE
 ``Content-Type: application/json`` or an ``X-FaxWS-Client`` header: a page on another origin
 can send neither without a CORS preflight, which the simulator never grants, so it cannot
 clear the inbox or inject faults; one whose Origin or Sec-Fetch-Site says it came from
-another site is refused whatever it carries.
+another site is refused whatever it carries (by the server, for every route: only a link
+followed from another site to a page is let in).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +75,15 @@ _DEFAULT_LIMIT = 100
 _MAX_LIMIT = 100_000
 _MAX_JSON = 64 * 1024
 _MAX_QUERY = 200  # characters of a search
+# A number as a query gives it (nan and infinity pass, to be refused as out of range).
+_DECIMAL = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?|nan|inf|infinity)",
+    re.ASCII | re.IGNORECASE,
+)
+
+
+class ClientGoneError(Exception):
+    """The client went away while its request waited: nothing to answer."""
 
 
 class ApiError(Exception):
@@ -123,6 +135,9 @@ def handle(handler: Handler, path: str, query: str) -> None:
         send_json(handler, error.status, {"error": error.message}, error.headers)
     except RejectError as reject:  # the body could not be read (too large, bad length)
         send_json(handler, reject.status, {"error": reject.reason})
+    except ClientGoneError:
+        handler.log_request("no answer: the client went away")
+        handler.close_connection = True
 
 
 def _dispatch(handler: Handler, path: str, query: str) -> None:
@@ -138,15 +153,13 @@ def _dispatch(handler: Handler, path: str, query: str) -> None:
         params = _params(query)
         unknown = sorted(set(params) - {*takes, "token"})
         if unknown:
-            named = ", ".join(unknown)
+            named = ", ".join(name or '""' for name in unknown)  # "?=1" names no parameter
             known = ", ".join(takes) if takes else "no query parameters"
             raise ApiError(
                 400,
                 f"unknown query parameter{'s' if len(unknown) > 1 else ''} {named}: "
                 f"{method} {route.path} takes {known}",
             )
-        if method not in ("GET", "HEAD"):
-            _same_site(handler)
         action(handler, values, params)
         return
     raise ApiError(404, f"no such resource: {path}")
@@ -164,9 +177,22 @@ def _list_jobs(handler: Handler, _: dict[str, str], params: dict[str, str]) -> N
     if wanted is not None and len(wanted) > _MAX_QUERY:
         raise ApiError(400, f"q must be at most {_MAX_QUERY} characters")
     if count:
-        state.wait_for_jobs(count, wait)
+        _wait_for_jobs(handler, count, wait)
     total, newest = state.recent_jobs(limit) if wanted is None else state.search_jobs(wanted, limit)
     send_json(handler, 200, {"total": total, "jobs": [job_json(state, j) for j in newest]})
+
+
+def _wait_for_jobs(handler: Handler, count: int, wait: float) -> None:
+    """Wait for ``count`` jobs, at most ``wait`` seconds, and no longer than the client is
+    there: a client gone does not hold its thread for the rest of the time-out."""
+    state = handler.server.sim._state
+    deadline = time.monotonic() + wait
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or state.wait_for_jobs(count, min(left, _events.CHECK)):
+            return
+        if _events.client_gone(handler.connection):
+            raise ClientGoneError
 
 
 def _clear_jobs(handler: Handler, _: dict[str, str], __: dict[str, str]) -> None:
@@ -236,14 +262,16 @@ def _set_outcome(handler: Handler, values: dict[str, str], _: dict[str, str]) ->
 
 def _get_file(handler: Handler, values: dict[str, str], params: dict[str, str]) -> None:
     job, found = _file(handler, values)
-    download = params.get("download") == "1"
+    download = params.get("download", "0")
+    if download not in ("0", "1"):
+        raise ApiError(400, "download must be 0 or 1")
     try:
         kind = file_kind(found)
         stream = found.open()
     except FileNotFoundError:
         raise ApiError(404, f"job {job.id} file {found.index} is gone") from None
     name = f"job-{job.id}-file-{found.index}.{kind.extension}"
-    disposition = "inline" if kind.shown and not download else "attachment"
+    disposition = "inline" if kind.shown and download == "0" else "attachment"
     headers = {
         "Content-Type": kind.media,
         "Content-Disposition": f'{disposition}; filename="{name}"',
@@ -423,18 +451,6 @@ def _fault(spec: Any) -> tuple[Any, str | None, int]:
     return fault, operation, times
 
 
-def _same_site(handler: Handler) -> None:
-    """Refuse a change a browser says came from another site (the custom header rule below
-    already keeps such pages out; this names them)."""
-    origin = handler.fields.get("origin")
-    host = handler.fields.get("host", "")
-    site = handler.fields.get("sec-fetch-site", "same-origin").lower()
-    if site not in ("same-origin", "none") or (
-        origin is not None and origin.lower() != f"http://{host}".lower()
-    ):
-        raise ApiError(403, f"{handler.command} from another site is refused")
-
-
 def _read_body(handler: Handler, *, json_required: bool) -> Any:
     content_type = handler.fields.get("content-type", "")
     is_json = content_type.split(";", 1)[0].strip().lower() == "application/json"
@@ -478,10 +494,10 @@ def _int(params: dict[str, str], name: str, default: int, low: int, high: int) -
 
 def _seconds(params: dict[str, str], name: str) -> float:
     text = params.get(name, "0")
-    try:
-        value = float(text)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a number of seconds") from None
+    # Digits as written: float() also takes "1_0", " 3" and other scripts' digits.
+    if not _DECIMAL.fullmatch(text):
+        raise ApiError(400, f"{name} must be a number of seconds")
+    value = float(text)
     if not math.isfinite(value) or not 0 <= value <= MAX_WAIT:
         raise ApiError(400, f"{name} must be from 0 to {MAX_WAIT:g} seconds")
     return value

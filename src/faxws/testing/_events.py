@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from faxws.testing._http import Handler
 
-__all__ = ["CHECK", "HEARTBEAT", "MAX_STREAMS", "TooManyStreamsError", "stream"]
+__all__ = ["CHECK", "HEARTBEAT", "MAX_STREAMS", "TooManyStreamsError", "client_gone", "stream"]
 
 #: Event streams open at once, at most.
 MAX_STREAMS = 32
@@ -75,7 +75,7 @@ def stream(handler: Handler) -> None:
             if time.monotonic() - spoke >= HEARTBEAT:
                 write(b": still here\n\n")
                 spoke = time.monotonic()
-            if state.wait_for_change(told, CHECK) == told and _gone(handler.connection):
+            if state.wait_for_change(told, CHECK) == told and client_gone(handler.connection):
                 return
     except OSError:
         pass  # the client went away, or stop() shut the connection down
@@ -83,8 +83,9 @@ def stream(handler: Handler) -> None:
         sim._stream_closed()
 
 
-def _gone(sock: socket.socket) -> bool:
-    """Whether the client closed its side (an event stream's client never sends more)."""
+def client_gone(sock: socket.socket) -> bool:
+    """Whether the client closed its side (a client waiting for an answer, or reading an
+    event stream, sends nothing more)."""
     try:
         readable, _, _ = select.select([sock], [], [], 0)
         return bool(readable) and not sock.recv(1, socket.MSG_PEEK)

@@ -76,6 +76,12 @@ _SOAP_TYPES = frozenset({"text/xml", MEDIA_TYPE})
 # LF or NUL, then its line ending (none on a last line cut short).
 _HEADER_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\0]*\r?\n?")
 _NO_HEADERS = HTTPMessage()  # never changed: those of a request whose headers were not read
+# Every answer of the inbox and the API: no page of another origin may load it (a browser
+# without Fetch Metadata still honours this), and no browser reads it as another type.
+_TOOL_HEADERS = {
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 class Server(ThreadingHTTPServer):
@@ -157,6 +163,8 @@ class Handler(BaseHTTPRequestHandler):
     _unread = 0
     _framing: RejectError | None = None  # why the body's framing is refused, if it is
     _expect = False  # whether the client waits for 100 Continue before its body
+    _tool = False  # whether the request is the inbox's or the API's (see _tools)
+    _answered = False  # whether the answer's head has been written
 
     def setup(self) -> None:
         super().setup()
@@ -170,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
         self.operation, self.fields, self.path, self.command = None, {}, "", None  # type: ignore[assignment]
         self.headers, self.pairs = _NO_HEADERS, []
         self._known = None
-        self.quiet = False
+        self.quiet = self._tool = self._answered = False
         self._unread, self._framing = 0, None
         try:
             self.raw_requestline = self.rfile.readline(65537)
@@ -356,8 +364,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _tools(self, path: str, query: str) -> None:
         """The inbox and the API: not service requests, so not recorded; behind the
-        simulator's token when it listens beyond loopback, and only for the simulator's own
-        host names (a page that rebinds its own name to 127.0.0.1 is not let in)."""
+        simulator's token when it listens beyond loopback, only for the simulator's own host
+        names (a page that rebinds its own name to 127.0.0.1 is not let in), and never for a
+        page of another site (see :meth:`_from_another_site`). Every answer says that no
+        other origin may embed it (Cross-Origin-Resource-Policy) and is never sniffed.
+
+        A route that fails unexpectedly answers 500 saying how (rather than the connection
+        closing unanswered), and the error goes on to the server's error handler as before."""
+        self._tool = True
         if self._framing is not None:  # refused for every route, whether it reads a body or not
             reject = self._framing
             self.send(reject.status, {"Content-Type": reject.content_type}, reject.body)
@@ -367,6 +381,14 @@ class Handler(BaseHTTPRequestHandler):
             text = b"the inbox and API answer only to the simulator's own host name\n"
             self.send(403, {"Content-Type": "text/plain; charset=utf-8"}, text)
             return
+        if self._from_another_site():
+            message = f"{self.command} from another site is refused"
+            if path.startswith(_api.PREFIX):
+                _api.send_json(self, 403, {"error": message})
+            else:
+                text = f"{message}\n".encode()
+                self.send(403, {"Content-Type": "text/plain; charset=utf-8"}, text)
+            return
         required = self.server.sim.api_token
         if required is not None and not _inbox.is_public(path):
             given = self.fields.get("x-faxws-token") or _query_token(query)
@@ -375,18 +397,56 @@ class Handler(BaseHTTPRequestHandler):
                 text = b"the inbox and API need the token faxws serve printed (?token=...)\n"
                 self.send(401, {"Content-Type": "text/plain; charset=utf-8"}, text)
                 return
-        if path.startswith(_api.PREFIX):
-            own = self.fields.get("x-faxws-client") == _api.INBOX_CLIENT
-            self.quiet = own or path == _api.EVENTS
-            _api.handle(self, path, query)
-        else:
-            self.quiet = True
-            _inbox.handle(self, path, query, required)
+        try:
+            if path.startswith(_api.PREFIX):
+                # The inbox's calls say so; what its pages load (documents, previews) comes
+                # from a page of this origin, as a browser tells.
+                own = self.fields.get("x-faxws-client") == _api.INBOX_CLIENT or (
+                    self.fields.get("sec-fetch-site", "").lower() == "same-origin"
+                )
+                self.quiet = own or path == _api.EVENTS
+                _api.handle(self, path, query)
+            else:
+                self.quiet = True
+                _inbox.handle(self, path, query, required)
+        except (ConnectionError, TimeoutError):
+            raise  # the client went away, or stop() shut the connection down
+        except Exception as exc:
+            self.close_connection = True
+            if not self._answered:
+                failed = self._masked(f"the simulator failed: {type(exc).__name__}: {exc}")
+                if path.startswith(_api.PREFIX):
+                    _api.send_json(self, 500, {"error": failed})
+                else:
+                    plain_text = {"Content-Type": "text/plain; charset=utf-8"}
+                    self.send(500, plain_text, f"{failed}\n".encode())
+            raise
+
+    def _from_another_site(self) -> bool:
+        """Whether a browser says a page of another origin sent the request: its Origin is
+        not the simulator's, or its Sec-Fetch-Site says another site (another port of
+        127.0.0.1 is "same-site": another origin all the same) and it is not a link followed
+        to a page. So such a page can neither change anything nor embed the inbox's
+        documents, frames or event stream (each would hold one of the browser's few
+        connections to the simulator), nor learn from them what the simulator holds."""
+        origin = self.fields.get("origin")
+        if origin is not None and origin.lower() != f"http://{self.fields.get('host', '')}".lower():
+            return True
+        site = self.fields.get("sec-fetch-site", "same-origin").lower()
+        if site in ("same-origin", "none"):  # a page of the simulator's, or the person
+            return False
+        return not (
+            self.command in ("GET", "HEAD")
+            and self.fields.get("sec-fetch-mode", "").lower() == "navigate"
+            and self.fields.get("sec-fetch-dest", "document").lower() == "document"
+        )
 
     def _masked(self, text: str) -> str:
         return redact(text, self._secrets())
 
     def _own_host(self) -> bool:
+        if sum(name.lower() == "host" for name, _ in self.pairs) > 1:
+            return False  # RFC 9112 3.2: which one is meant is anyone's guess
         if self.server.sim.api_token is not None:
             return True  # the token is the guard: a rebinding page does not have it
         host = self.fields.get("host", "")
@@ -595,10 +655,13 @@ class Handler(BaseHTTPRequestHandler):
         HTTP/0.9), with Connection: close when the connection closes after the answer, and
         the body's ``size`` unless it is None."""
         self.log_request(status)
+        self._answered = True
         closing = self._closing()
         if self.request_version == "HTTP/0.9":
             return b""
         reason = self.responses[status][0] if status in self.responses else ""
+        if self._tool:
+            headers = {**headers, **{k: v for k, v in _TOOL_HEADERS.items() if k not in headers}}
         lines = [
             f"{self.protocol_version} {status} {reason}",
             f"Server: {self.version_string()}",

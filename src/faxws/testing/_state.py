@@ -526,10 +526,11 @@ class State:
             )
             return list(itertools.islice(refused, limit))
 
-    def wait_for_jobs(self, count: int, timeout: float) -> None:
-        """Return once there are at least ``count`` jobs, or ``timeout`` has passed."""
+    def wait_for_jobs(self, count: int, timeout: float) -> bool:
+        """Return once there are at least ``count`` jobs (True), or at stop (True), or
+        ``timeout`` has passed (False)."""
         with self.changed:
-            self.changed.wait_for(lambda: len(self.jobs) >= count or self.stopping, timeout)
+            return self.changed.wait_for(lambda: len(self.jobs) >= count or self.stopping, timeout)
 
     def wait_for_change(self, version: int, timeout: float) -> int:
         """The version once it differs from ``version``, or after ``timeout`` seconds, or
