@@ -19,7 +19,15 @@ except ImportError:  # the browser fixture says why these tests do not run
     expect = None  # type: ignore[assignment]
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType, Recipient
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, Fault, FaxWSSimulator, ManualClock
+from faxws.testing import (
+    DEMO_PIN,
+    DEMO_USER_ID,
+    Account,
+    Fault,
+    FaxWSSimulator,
+    ManualClock,
+    _events,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -253,3 +261,45 @@ def test_with_an_api_token_the_pages_work_as_well(browser: Browser) -> None:
         page.get_by_role("link", name="2", exact=True).click()
         page.wait_for_selector("#live-status.live")
         assert page.url == sim.url + "/jobs/2?token=api-SECRET-42"
+
+
+def test_many_tabs_share_one_stream_and_each_shows_a_new_fax(browser: Browser) -> None:
+    """A browser opens six connections to a host at most, and an event stream holds one: a
+    stream per tab left a seventh tab loading forever. One tab listens for all."""
+    with FaxWSSimulator(clock=ManualClock()) as sim:
+        context = browser.new_context()
+        try:
+            tabs = [Watched(context.new_page(), sim) for _ in range(8)]
+            for tab in tabs:
+                tab.open("/")
+            assert sim._streams == 1
+            send(sim, Recipient("+1 555 0100", name="Ann"))
+            for tab in tabs:
+                expect(tab.page.locator("#jobs")).to_contain_text("Ann", timeout=DEADLINE)
+                assert tab.not_reloaded()
+            tabs[0].page.close()  # the tab that listened: the next one in line takes over
+            send(sim, Recipient("+1 555 0101", name="Bob"))
+            for tab in tabs[1:]:
+                expect(tab.page.locator("#jobs")).to_contain_text("Bob", timeout=DEADLINE)
+                assert tab.not_reloaded()
+            for tab in tabs:
+                assert (tab.problems, tab.elsewhere) == ([], [])
+        finally:
+            context.close()
+
+
+def test_a_stream_refused_is_tried_again(browser: Browser, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A browser gives up on an event stream answered with an error (too many streams, say);
+    the page tries again a few seconds later."""
+    monkeypatch.setattr(_events, "MAX_STREAMS", 0)
+    with FaxWSSimulator(clock=ManualClock()) as sim, watched(browser, sim) as watch:
+        page = watch.page
+        page.goto(sim.url + "/")
+        expect(page.locator("#live-status.down")).to_have_text("reconnecting\u2026")
+        monkeypatch.setattr(_events, "MAX_STREAMS", 32)
+        page.wait_for_selector("#live-status.live")
+        send(sim, Recipient("+1 555 0100", name="Later"))
+        expect(page.locator("#jobs")).to_contain_text("Later")
+        # What the browser said of the refused stream is no problem of the page's.
+        refused = "the server responded with a status of 503"
+        watch.problems = [p for p in watch.problems if refused not in p]

@@ -73,19 +73,78 @@
     }
   }
 
-  function listen() {
-    if (!window.EventSource) return;
+  // One event stream for all the inbox's tabs: a browser opens at most six connections to
+  // a host, and a stream holds one for as long as its page is open, so a seventh tab would
+  // never load. The tab holding the lock listens and tells the others what it hears; when it
+  // goes, the next tab in line takes over. A browser without locks or channels: each tab
+  // listens for itself.
+  const SHARED = "faxws-inbox-events";
+  let channel = null;
+  let live = false;
+  let version = null; // the last version the stream told
+  let retry = null;
+
+  function changed(told) {
+    if (told && told !== body.dataset.version) refresh();
+  }
+
+  function tell(message) {
+    if (channel) channel.postMessage(message);
+  }
+
+  function state(now) {
+    live = now;
+    if (now) say("live", "live");
+    else say("reconnecting\u2026", "down");
+  }
+
+  function stream() {
+    clearTimeout(retry);
     events = new EventSource(withToken("/api/events"));
     events.addEventListener("open", function () {
-      say("live", "live");
+      state(true);
+      tell({ kind: "state", live: true, version: version });
     });
     events.addEventListener("error", function () {
-      say("reconnecting\u2026", "down");
+      state(false);
+      tell({ kind: "state", live: false, version: version });
+      // Refused (too many streams, say): a browser does not try again by itself.
+      if (events.readyState === EventSource.CLOSED && !leaving) {
+        retry = setTimeout(stream, 5000);
+      }
     });
     events.addEventListener("change", function (event) {
-      const version = JSON.parse(event.data).version;
-      if (version !== body.dataset.version) refresh();
+      version = JSON.parse(event.data).version;
+      changed(version);
+      tell({ kind: "change", version: version });
     });
+  }
+
+  function listen() {
+    if (!window.EventSource) return;
+    if (!window.BroadcastChannel || !navigator.locks) {
+      stream();
+      return;
+    }
+    channel = new BroadcastChannel(SHARED);
+    channel.addEventListener("message", function (event) {
+      const message = event.data || {};
+      if (message.kind === "ask") {
+        if (events) tell({ kind: "state", live: live, version: version });
+      } else if (!events) {
+        if (message.kind === "state") state(message.live);
+        changed(message.version);
+      }
+    });
+    say("connecting\u2026", "muted");
+    navigator.locks.request(SHARED, function () {
+      if (leaving) return null;
+      stream();
+      return new Promise(function (release) {
+        window.addEventListener("pagehide", release);
+      });
+    });
+    tell({ kind: "ask" });
   }
 
   // Search as you type, on the inbox's list (elsewhere the form goes to the list).
@@ -141,11 +200,13 @@
     }
   });
 
-  // The stream ends with the page, not cut off by the next one.
+  // The stream ends with the page, not cut off by the next one, and the next tab takes it.
   window.addEventListener("pagehide", function () {
     leaving = true;
     clearTimeout(timer);
+    clearTimeout(retry);
     if (events) events.close();
+    if (channel) channel.close();
   });
 
   schedule(body.dataset.nextChange);
