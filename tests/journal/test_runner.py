@@ -118,6 +118,43 @@ def test_200_rows_are_each_sent_once_and_followed_to_their_end(
     client.close()
 
 
+def test_the_runs_thread_is_woken_for_each_row_only_to_report_progress(
+    sim: FaxWSSimulator,
+    store: JournalStore,
+    fake: FakeTime,
+    pdf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from faxws.journal import _runner
+
+    wakes: list[int] = []
+
+    class Counted(threading.Event):
+        def set(self) -> None:
+            wakes.append(1)
+            super().set()
+
+    made = _runner._Run.__init__
+
+    def init(run: Any, *args: Any, **kwargs: Any) -> None:
+        made(run, *args, **kwargs)
+        run.changed = Counted()
+
+    monkeypatch.setattr(_runner._Run, "__init__", init)
+    client = client_for(sim)
+    batch = batch_for(store, client, fake)
+    add(batch, pdf, 40)
+    assert batch.run(workers=2, wait=False).counts[State.SUBMITTED] == 40
+    assert len(wakes) <= 2  # each worker as it ends
+    add(batch, pdf, 40, prefix="reported")
+    reports: list[dict[State, int]] = []
+    before = len(wakes)
+    batch.run(workers=2, wait=False, on_progress=reports.append)
+    assert len(wakes) - before >= 40
+    assert reports[-1][State.SUBMITTED] == 80
+    client.close()
+
+
 def test_a_second_run_sends_nothing_again(
     sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
 ) -> None:
