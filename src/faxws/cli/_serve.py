@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from faxws.cli._client import setting
-from faxws.cli._output import EXIT_OK, EXIT_USAGE, Outcome, UsageError, json_text
+from faxws.cli._output import EXIT_OK, EXIT_USAGE, Outcome, UsageError, json_text, one_line
 
 SUMMARY = "run the local FaxWS simulator"
 DESCRIPTION = "Run a local stand-in for the FaxWS service on 127.0.0.1."
@@ -28,18 +28,16 @@ accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C
 SIGTERM).
 
 readiness: once it listens, and not before, --ready-file PATH is written (whole, at once:
-a file beside it renamed to PATH) with the JSON object that --json prints as its first
+a file beside it linked to PATH) with the JSON object that --json prints as its first
 line (url, token_url, inbox_url, ...), and removed when it stops; with --json, that first
-line on standard output is written at the same moment. Wait for either, then send.
+line on standard output is written at the same moment. Wait for either, then send. A ready
+file left by a server that was killed is replaced; anything else at PATH (a link, a folder,
+another file, the ready file of a server still running) is refused and left alone.
 """
 
 
 def run(args: argparse.Namespace, out: Outcome) -> int:
-    import signal
-    import threading
-
-    from faxws.errors import BadInputError
-    from faxws.testing import DEMO_ACCOUNT, Account, FaxWSSimulator
+    from faxws.testing import DEMO_ACCOUNT, Account
 
     # The FAXWS_* variables are the client's settings, which users keep exported: they give
     # credentials only to an account named with --user-id, never a reason to refuse to start.
@@ -58,14 +56,23 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             client_id=args.client_id,
             client_secret=secret if args.client_id else None,
         )
-    if args.ready_file is not None:
-        folder = os.path.dirname(os.path.abspath(args.ready_file))
-        if not os.path.isdir(folder):
-            raise UsageError("--ready-file: its folder does not exist")
-        if os.path.islink(args.ready_file) or os.path.isfile(args.ready_file):
-            # Left by a server that could not remove it (killed): it must not say "ready"
-            # before this one listens.
-            os.unlink(args.ready_file)
+    # Before it listens: whatever is wrong with the path is a usage error, and a file left by
+    # a server that was killed must not say "ready" before this one listens.
+    ready = None if args.ready_file is None else _ReadyFile(args.ready_file)
+    try:
+        return _serve(args, out, account, ready)
+    finally:
+        if ready is not None:  # the server did not start: the file made for it goes
+            ready.remove()
+
+
+def _serve(args: argparse.Namespace, out: Outcome, account: Any, ready: _ReadyFile | None) -> int:
+    import signal
+    import threading
+
+    from faxws.errors import BadInputError
+    from faxws.testing import DEMO_ACCOUNT, FaxWSSimulator
+
     scale = {} if args.time_scale is None else {"time_scale": args.time_scale}
     try:
         sim = FaxWSSimulator(
@@ -100,10 +107,9 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     demo = account is DEMO_ACCOUNT
-    ready = None
     try:
-        if args.ready_file is not None:
-            ready = _ReadyFile(args.ready_file, _started(sim, account, demo, as_json=True))
+        if ready is not None:
+            ready.publish(_started(sim, account, demo, as_json=True))
         print(_started(sim, account, demo, as_json=args.json), flush=True)
         while not stop.wait(0.2):
             pass
@@ -122,36 +128,130 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
 
 class _ReadyFile:
-    """The file that says the server listens: ``text`` written to a temporary file in
-    ``path``'s folder, then renamed to ``path``, so that a reader sees all of it or nothing;
-    removed by :meth:`remove` if it is still the one written."""
+    """The file that says the server listens. Claimed before the server starts: a symbolic
+    link, a folder or a file that is no ready file at ``path`` is refused, never followed,
+    replaced or removed; so is the ready file of a server still running (it holds a lock on
+    it); one left by a server that was killed is removed. :meth:`publish` writes the text to
+    a file made beside ``path`` and links it there, so that a reader sees all of it or
+    nothing; :meth:`remove` removes it if it is still the one written."""
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str) -> None:
         import tempfile
 
+        self.given = path
         self.path = os.path.abspath(path)
-        self._text = text + "\n"
         folder, name = os.path.split(self.path)
-        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        if not os.path.isdir(folder):
+            raise UsageError("--ready-file: its folder does not exist")
+        self._clear_stale()
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(self._text)
-            self._written = os.stat(temporary)
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+            fd, self._temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise UsageError(f"--ready-file: cannot write in its folder: {_reason(exc)}") from None
+        self._file = os.fdopen(fd, "w", encoding="utf-8")
+        _lock(fd)  # until it is removed: another server with the same path sees it is in use
+        self._text = ""
+        self._written: os.stat_result | None = None
+
+    def _clear_stale(self) -> None:
+        import json
+        import stat
+
+        try:
+            found = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise UsageError(f"--ready-file: cannot read {self.given}: {_reason(exc)}") from None
+        if stat.S_ISLNK(found.st_mode):
+            raise UsageError(
+                f"--ready-file: {self.given} is a symbolic link, which is neither followed nor "
+                "removed; give the path of a file"
+            )
+        if not stat.S_ISREG(found.st_mode):
+            what = "a folder" if stat.S_ISDIR(found.st_mode) else "not a regular file"
+            raise UsageError(f"--ready-file: {self.given} is {what}")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise UsageError(f"--ready-file: cannot read {self.given}: {_reason(exc)}") from None
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(1 << 16)
+            try:
+                info = json.loads(data.decode("utf-8")) if data.strip() else {"url": ""}
+            except (ValueError, UnicodeError):
+                info = None
+            if not isinstance(info, dict) or not isinstance(info.get("url"), str):
+                raise UsageError(
+                    f"--ready-file: {self.given} exists and is no ready file; it is not "
+                    "replaced: remove it, or give another path"
+                )
+            if not _lock(fd, shared=True):
+                raise UsageError(
+                    f"--ready-file: {self.given} is the ready file of a server that is running "
+                    f"({one_line(info['url'])}); stop it, or give another path"
+                )
+            with contextlib.suppress(FileNotFoundError):  # removed meanwhile: nothing to do
+                now = os.lstat(self.path)
+                if (now.st_dev, now.st_ino) == (found.st_dev, found.st_ino):
+                    os.unlink(self.path)
+
+    def publish(self, text: str) -> None:
+        """Write ``text`` and put it at the path, which no other file took meanwhile."""
+        self._text = text + "\n"
+        self._file.write(self._text)
+        self._file.flush()
+        self._written = os.fstat(self._file.fileno())
+        try:
+            os.link(self._temporary, self.path)  # unlike a rename, never replaces a file
+        except FileExistsError:
             raise
+        except OSError:  # a file system without hard links
+            os.replace(self._temporary, self.path)
+        else:
+            os.unlink(self._temporary)
 
     def remove(self) -> None:
-        with contextlib.suppress(OSError, UnicodeError):
-            now = os.stat(self.path)
-            if (now.st_dev, now.st_ino) != (self._written.st_dev, self._written.st_ino):
-                return
-            with open(self.path, encoding="utf-8") as fh:  # an inode number may be reused
-                if fh.read() != self._text:
+        """Remove the file if it is still the one written (or the one made, unpublished), then
+        let go of its lock."""
+        if self._file.closed:  # removed already
+            return
+        try:
+            with contextlib.suppress(OSError, UnicodeError):
+                if self._written is None:
+                    os.unlink(self._temporary)
                     return
-            os.unlink(self.path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._temporary)  # left if linking it failed
+                now = os.stat(self.path)
+                if (now.st_dev, now.st_ino) != (self._written.st_dev, self._written.st_ino):
+                    return
+                with open(self.path, encoding="utf-8") as fh:  # an inode number may be reused
+                    if fh.read() != self._text:
+                        return
+                os.unlink(self.path)
+        finally:
+            self._file.close()
+
+
+def _lock(fd: int, *, shared: bool = False) -> bool:
+    """Lock the file of ``fd`` without waiting; False when another process holds it. Where
+    there are no such locks (Windows, some network file systems) it is taken as free."""
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def _started(sim: Any, account: Any, demo: bool, *, as_json: bool) -> str:
