@@ -312,3 +312,23 @@ def test_every_query_parameter_refuses_what_its_schema_refuses(
                 )
                 assert answer.status_code != 400, (path, name, value, answer.text)
     assert checked >= 40
+
+
+def test_every_operation_describes_its_refusal_of_a_page_of_another_site(
+    sim: FaxWSSimulator, document: dict[str, Any]
+) -> None:
+    foreign = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": ""}
+    for path, method, op in operations(document):
+        at = f"{method.upper()} {path}"
+        with requests.request(
+            method.upper(),
+            sim.url + concrete(path),
+            json=BODIES.get((path, method)),
+            headers={**CLIENT, **foreign},
+            timeout=30,
+            stream=True,  # an event stream served would never end
+        ) as answer:
+            assert answer.status_code == 403, at
+            check_answer(document, op, answer, at)
+            if method != "head":
+                assert answer.json() == {"error": f"{method.upper()} from another site is refused"}

@@ -270,12 +270,17 @@ _CHANGE = {
         "Refused: no JSON body and no X-FaxWS-Client header, or sent by a page of another site"
     )
 }
+_ANOTHER_SITE = _error(
+    "Refused: sent by a page of another site (its Origin, or Sec-Fetch-Site same-site or"
+    " cross-site, unless a link followed to a page)"
+)
 _NO_JOB = {"404": _error("No such job")}
 _BAD_QUERY = _error("A query parameter the operation does not take (named), or a bad value")
 _ANY_ERROR = {
     "description": (
-        "Another error: 405 with Allow for a method not described (JSON), 401 for a missing"
-        " API token or 403 for another host name (plain text)"
+        "Another error: 405 with Allow for a method not described, 413 for a body too large,"
+        " 500 when the simulator fails (saying how) (JSON); 401 for a missing API token, 403"
+        " for another host name, 400 or 411 for a body whose length is not plain (plain text)"
     ),
     "content": {"application/json": {"schema": _ref("Error")}, "text/plain": {"schema": _STRING}},
 }
@@ -292,7 +297,7 @@ def _operation(
 ) -> dict[str, Any]:
     operation: dict[str, Any] = {
         "summary": summary,
-        "responses": {"400": _BAD_QUERY, **responses, "default": _ANY_ERROR},
+        "responses": {"400": _BAD_QUERY, "403": _ANOTHER_SITE, **responses, "default": _ANY_ERROR},
     }
     if description:
         operation["description"] = description
