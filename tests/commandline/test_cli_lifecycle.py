@@ -506,6 +506,53 @@ def test_wait_exits_7_when_it_times_out(fast: FaxWSSimulator, pdf: Path) -> None
     assert (wait["outcome"], wait["pending"]) == ("timed_out", list(fast.jobs[1].job_ids))
 
 
+#: A status poll that fails, whatever way: the fax was sent all the same.
+POLL_FAILURES = {
+    "http-503": (Fault.http_status(503), "HTTPStatusError", "HTTP 503 without a SOAP answer"),
+    "soap-server": (Fault.soap_fault("soap:Server", "busy"), "SoapFaultError",
+                    "SOAP fault soap:Server: busy"),
+    "soap-client": (Fault.soap_fault("soap:Client", "bad"), "SoapFaultError",
+                    "SOAP fault soap:Client: bad"),
+    "reset": (Fault.reset_mid_response(), "TransportError", "the connection failed after"),
+    "http-401": (Fault.http_status(401), "AuthenticationError",
+                 "the service rejected the credentials"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("failure", list(POLL_FAILURES))
+def test_wait_exits_7_when_a_poll_fails_and_both_outputs_say_so(
+    fast: FaxWSSimulator, pdf: Path, failure: str
+) -> None:
+    """Not 5 ("may have been delivered": the fax was sent, its job ids are known) and not a
+    JSON answer silent about the failure: the wait's outcome is "error", with the error, in
+    --json as in the line, which says how to check."""
+    fault, kind, message = POLL_FAILURES[failure]
+    args = ["send", "--to", "+1 555 0100", str(pdf), "--wait", "--timeout", "2"]
+    runs = []
+    for extra in ([], ["--json"]):
+        fast.reset()
+        fast.inject(fault, operation="GetRealTimeFaxStatusEx2", times=10)
+        done = faxws(*args, *extra, env=pin_env(fast))
+        [job_id] = fast.jobs[0].job_ids
+        runs.append(done)
+        assert done.returncode == 7, done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"faxws send: the fax was sent, but waiting failed: {kind}: ")
+        assert message in line
+        assert line.endswith(
+            f"; 1 of 1 job(s) had not ended; check later with: faxws status {job_id}"
+        )
+        assert "may have been delivered" not in line
+    text, as_json = runs
+    assert "Last status seen:" in text.stdout
+    wait = json.loads(as_json.stdout)["wait"]
+    assert (wait["outcome"], wait["pending"], wait["failed"]) == ("error", [job_id], [])
+    error = wait["error"]
+    assert error["type"] == kind
+    assert error["message"] in as_json.stderr
+    assert f"request id {error['request_id']}" in as_json.stderr
+
+
 def test_wait_timeout_must_be_seconds_above_0(pdf: Path) -> None:
     done = faxws("send", "--to", "1", str(pdf), "--wait", "--wait-timeout", "0", "--json")
     assert done.returncode == 2

@@ -30,8 +30,8 @@ EXIT_TRANSPORT = 4
 EXIT_MAYBE_SENT = 5
 #: ``send --wait``: the fax was sent and every job ended, but not every one was delivered.
 EXIT_FAX_FAILED = 6
-#: ``send --wait``: the fax was sent, and waiting ended before every job had; ``batch send``:
-#: stopped (Ctrl-C) with rows not yet sent or not yet ended.
+#: ``send --wait``: the fax was sent, and waiting ended (timed out, or a poll failed) before
+#: every job had; ``batch send``: stopped (Ctrl-C) with rows not yet sent or not yet ended.
 EXIT_WAIT_TIMEOUT = 7
 #: ``batch send``: a row needs review (whether its fax was sent cannot be told, or it never
 #: ended): nothing is done with it automatically.
@@ -54,8 +54,8 @@ exit codes:
        "next_step", and "check": the command that tells)
   6    send --wait: the fax was sent, but a job failed (each job's final line says how);
        batch send: a fax of the batch failed (faxws batch export shows each row)
-  7    send --wait: the fax was sent, but a job had not ended when waiting timed out
-       (some may have failed too); check later with faxws status JOB_ID ...;
+  7    send --wait: the fax was sent, but a job had not ended when waiting timed out or
+       failed (some may have failed too); check later with faxws status JOB_ID ...;
        batch send: stopped (Ctrl-C) with rows left: the same command goes on
   8    batch send: a fax needs review: whether it was sent cannot be told, or it never
        ended (faxws batch review lists them; it is never sent again by itself);

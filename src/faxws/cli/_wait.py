@@ -15,6 +15,7 @@ from faxws.cli._output import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_WAIT_TIMEOUT,
+    Failure,
     Outcome,
     check_later,
     one_line,
@@ -39,8 +40,10 @@ def wait(
     data: dict[str, Any],
 ) -> int:
     """Wait for the jobs of ``sent`` (to ``numbers``, in order); ``data`` is the send's JSON
-    answer, which gains the wait's outcome. The exit code says how the faxes ended."""
-    from faxws.errors import WaitTimeoutError
+    answer, which gains the wait's outcome. The exit code says how the faxes ended. A poll
+    that fails ends the wait as a time-out does: the fax was sent, and how each job ends is
+    for a later ``faxws status`` to tell."""
+    from faxws.errors import FaxWSError, WaitTimeoutError
     from faxws.status import JobStatus
 
     job_ids = list(dict.fromkeys(sent.job_ids))
@@ -53,6 +56,7 @@ def wait(
 
     outcome = ""
     pending: list[str] = []
+    error: FaxWSError | None = None
     try:
         out.show()  # the job ids first: the wait may be long
         progress.start(len(job_ids), timeout)
@@ -60,8 +64,11 @@ def wait(
             results = client.wait_for_delivery(sent, timeout=timeout, on_progress=seen_now)
         except WaitTimeoutError as exc:
             results, pending = cast("list[RealTimeFaxStatus]", exc.statuses), list(exc.pending)
+        except FaxWSError as exc:
+            outcome, error = "error", exc
     except KeyboardInterrupt:
         outcome = "interrupted"
+    if outcome:
         final = {s.job_id for s in results if s.final}
         pending = [i for i in job_ids if i not in final]
     progress.end()
@@ -74,6 +81,16 @@ def wait(
         "pending": pending,
         "failed": [s.job_id for s in failed],
     }
+    if error is not None:
+        data["wait"]["error"] = {
+            "type": type(error).__name__,
+            # A status query's "may have been delivered" is no news about the fax.
+            "message": one_line(out.mask(error.message)).removesuffix(
+                "; the request may have been delivered"
+            ),
+            "request_id": error.request_id,
+            "status_code": error.status_code,
+        }
     seen = {s.job_id: s for s in results}
     lines = ["Final status:" if not pending else "Last status seen:"]
     lines += [progress.line(seen[i]) if i in seen else f"  {i}  no status yet" for i in job_ids]
@@ -82,6 +99,19 @@ def wait(
     if outcome == "interrupted":
         line = f"{prog}: interrupted while waiting: the fax was sent; check it later with: "
         return out.concluded(EXIT_INTERRUPTED, line + check_later(job_ids))
+    if error is not None:
+        said = data["wait"]["error"]
+        failure = Failure(
+            EXIT_WAIT_TIMEOUT,
+            said["type"],
+            said["message"],
+            request_id=said["request_id"],
+            status_code=said["status_code"],
+            headline=f"the fax was sent, but waiting failed: {said['type']}: {said['message']}",
+            outcome=f"{len(pending)} of {len(job_ids)} job(s) had not ended",
+            next_step=f"check later with: {check_later(pending)}",
+        )
+        return out.concluded(EXIT_WAIT_TIMEOUT, failure.text(prog))
     if pending:
         line = (
             f"{prog}: the fax was sent, but {len(pending)} of {len(job_ids)} job(s) had not ended "
