@@ -15,7 +15,15 @@ import requests
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType, JobOptions, Notify, Recipient
 from faxws.pytest_plugin import SimulatorFactory
-from faxws.testing import DEMO_PIN, DEMO_USER_ID, Account, Fault, FaxWSSimulator, ManualClock
+from faxws.testing import (
+    DEMO_PIN,
+    DEMO_USER_ID,
+    Account,
+    Fault,
+    FaxWSSimulator,
+    ManualClock,
+    _inbox,
+)
 
 PDF = b"%PDF-1.4 first page"
 # A 1x1 PNG.
@@ -310,3 +318,37 @@ def test_with_an_api_token_the_pages_carry_it_to_their_script_and_links() -> Non
         assert 'src="/api/jobs/1/files/1?token=api-SECRET-4"' in html
         form = page(sim, "/?token=api-SECRET-4").text
         assert '<input type="hidden" name="token" value="api-SECRET-4">' in form
+
+
+def test_a_job_row_and_page_show_a_bounded_number_of_recipients(
+    faxws_simulator: FaxWSSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fax to thousands made a list of megabytes, drawn again at every change: a row shows
+    the first few recipients, a job's page the first hundreds; the JSON has them all."""
+    monkeypatch.setattr(_inbox, "ROW_RECIPIENTS", 3)
+    monkeypatch.setattr(_inbox, "PAGE_RECIPIENTS", 5)
+    with client(faxws_simulator) as c:
+        c.send_fax([f"+1 555 01{n:02d}" for n in range(7)], [FaxFile(PDF, FileType.PDF)])
+        c.send_fax(["+1 555 0200"], [FaxFile(PDF, FileType.PDF)])
+    listed = page(faxws_simulator, "/").text
+    row = re.search(r'<tr id="job-1">(.*?)</tr>', listed)
+    assert row is not None
+    assert [n for n in range(7) if f"+1 555 01{n:02d}" in row.group(1)] == [0, 1, 2]
+    assert re.findall(r"SIM\d+", row.group(1)) == ["SIM00000001", "SIM00000002", "SIM00000003"]
+    assert '<a href="/jobs/1">and 4 more</a>' in row.group(1)
+    other = re.search(r'<tr id="job-2">(.*?)</tr>', listed)
+    assert other is not None
+    assert "more</a>" not in other.group(1)
+    shown = page(faxws_simulator, "/jobs/1").text
+    recipients = re.search(r'<section id="recipients" data-live>(.*?)</section>', shown)
+    timeline = re.search(r'<section id="timeline" data-live>(.*?)</section>', shown)
+    assert recipients is not None
+    assert timeline is not None
+    for part in (recipients.group(1), timeline.group(1)):
+        assert [n for n in range(7) if f"+1 555 01{n:02d}" in part] == [0, 1, 2, 3, 4]
+        assert part.endswith(
+            '<p class="muted">The first 5 of 7 recipients are shown; all of them are in '
+            '<a href="/api/jobs/1">the JSON</a>.</p>'
+        )
+    everything = requests.get(faxws_simulator.url + "/api/jobs/1", timeout=60).json()
+    assert len(everything["recipients"]) == 7

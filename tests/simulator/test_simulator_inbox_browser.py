@@ -303,3 +303,29 @@ def test_a_stream_refused_is_tried_again(browser: Browser, monkeypatch: pytest.M
         # What the browser said of the refused stream is no problem of the page's.
         refused = "the server responded with a status of 503"
         watch.problems = [p for p in watch.problems if refused not in p]
+
+
+def test_a_burst_of_changes_is_one_look_at_the_page(
+    browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each look draws the page again on the simulator (megabytes, for a fax to thousands):
+    after one, a tab waits (half a second at least) before the next, whatever comes."""
+    monkeypatch.setattr(_events, "_COALESCE", 0.0)  # each change told at once
+    with FaxWSSimulator(clock=ManualClock()) as sim, watched(browser, sim) as watch:
+        page = watch.page
+        page.clock.install()
+        page = watch.open("/")
+        page.clock.pause_at(page.evaluate("Date.now()") + 60_000)  # the page's time stands
+        send(sim, Recipient("+1 555 0100", name="First"))
+        expect(page.locator("#jobs")).to_contain_text("First")
+        looks: list[str] = []
+        page.on("request", lambda r: looks.append(r.url) if r.url == sim.url + "/" else None)
+        send(sim, Recipient("+1 555 0101", name="Second"))
+        send(sim, Recipient("+1 555 0102", name="Third"))
+        # Not before the page's own time moves on: however long the wait here.
+        expect(page.locator("#jobs")).not_to_contain_text("Third", timeout=1500)
+        assert looks == []
+        page.clock.run_for(500)
+        expect(page.locator("#jobs")).to_contain_text("Third")
+        assert looks == [sim.url + "/"]  # the two changes, one look
+        assert watch.not_reloaded()

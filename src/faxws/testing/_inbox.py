@@ -38,10 +38,21 @@ if TYPE_CHECKING:
     from faxws.testing._http import Handler
     from faxws.testing._state import State
 
-__all__ = ["SHOWN_JOBS", "handle", "is_inbox_path", "is_public"]
+__all__ = [
+    "PAGE_RECIPIENTS",
+    "ROW_RECIPIENTS",
+    "SHOWN_JOBS",
+    "handle",
+    "is_inbox_path",
+    "is_public",
+]
 
 #: Jobs a list shows, newest first.
 SHOWN_JOBS = 200
+#: Recipients a job's row in the list shows, and a job's page (a fax to thousands would
+#: make a page of megabytes, drawn again at every change); the JSON has them all.
+ROW_RECIPIENTS = 10
+PAGE_RECIPIENTS = 500
 _SHOWN_REFUSALS = 100
 _SCANNED_REQUESTS = 10_000  # the newest records searched for refusals
 _SHOWN_PAGES = 20  # pages of a TIFF drawn on its job's page
@@ -166,12 +177,13 @@ class _Page:
     def link(self, path: str, text: str, **params: str) -> str:
         return f'<a href="{_e(self.url(path, **params))}">{_e(text)}</a>'
 
-    def watch(self, job: SimulatedJob) -> None:
-        """Have the script look again when anything shown of ``job`` moves on by itself."""
+    def watch(self, job: SimulatedJob, shown: int) -> None:
+        """Have the script look again when anything shown of ``job`` (its first ``shown``
+        recipients) moves on by itself."""
         if isinstance(self.state.clock, ManualClock):
             return  # it moves when the test moves it: the event stream tells
         now = self.state.clock()
-        for track in self.state.tracks_of(job):
+        for track in self.state.tracks_of(job, shown):
             due = next_change(job, track, now, self.state.time_scale)
             if due is not None and (self.next_change is None or due < self.next_change):
                 self.next_change = due
@@ -190,7 +202,7 @@ class _Page:
         shown = f" (the newest {SHOWN_JOBS} shown)" if total > SHOWN_JOBS else ""
         refused = state.recent_refusals(_SHOWN_REFUSALS, within=_SCANNED_REQUESTS)
         for job in jobs:
-            self.watch(job)
+            self.watch(job, ROW_RECIPIENTS)
         api = ", ".join(
             self.link(p, p) for p in ("/api/jobs", "/api/requests", "/api/openapi.json")
         )
@@ -206,7 +218,7 @@ class _Page:
     def job(self, job: SimulatedJob) -> None:
         self.title = f"Job {job.id}"
         self.kind = "job"
-        self.watch(job)
+        self.watch(job, PAGE_RECIPIENTS)
         delete = (
             f'<button type="button" class="danger" data-delete="/api/jobs/{_e(job.id)}" '
             'data-then="/">Delete this job</button>'
@@ -261,9 +273,14 @@ class _Page:
             recipients = "<br>".join(
                 _e(r.recip_fax_number)
                 + (f' <span class="muted">{_e(r.recip_name)}</span>' if r.recip_name else "")
-                for r in job.recipients
+                for r in job.recipients[:ROW_RECIPIENTS]
             )
-            statuses = "<br>".join(self._status(p) for p in self.state.progresses(job))
+            more = len(job.recipients) - ROW_RECIPIENTS
+            if more > 0:
+                recipients += f"<br>{self.link(f'/jobs/{job.id}', f'and {more:,} more')}"
+            statuses = "<br>".join(
+                self._status(p) for p in self.state.progresses(job, ROW_RECIPIENTS)
+            )
             references = "<br>".join(
                 f"{label} <code>{_e(value)}</code>"
                 for label, value in (("ref", job.reference_id), ("req", job.request_id or ""))
@@ -354,24 +371,36 @@ class _Page:
         )
 
     def _recipients(self, job: SimulatedJob) -> str:
+        progresses = self.state.progresses(job, PAGE_RECIPIENTS)
         rows = "".join(
             f"<tr><td>{_e(r.recip_fax_number)}</td><td>{_e(r.recip_name)}</td>"
             f"<td>{_e(r.recip_company)}</td><td>{_e(r.recip_title)}</td>"
             f"<td>{_e(r.recip_secure_csid)}</td><td>{self._status(p)}</td>"
             f"<td>{_e(p.outcome)}</td><td>{_e(p.delivered_at_text)}</td></tr>"
-            for r, p in zip(job.recipients, self.state.progresses(job), strict=True)
+            for r, p in zip(job.recipients, progresses, strict=False)
         )
         return (
             "<table><thead><tr><th>Fax number</th><th>Name</th><th>Company</th><th>Title</th>"
             "<th>Secure CSID</th><th>Job id and status</th><th>Planned outcome</th>"
-            f"<th>Delivered</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<th>Delivered</th></tr></thead><tbody>{rows}</tbody></table>{self._more(job)}"
+        )
+
+    def _more(self, job: SimulatedJob) -> str:
+        """What a job's page says of the recipients it does not show."""
+        if len(job.recipients) <= PAGE_RECIPIENTS:
+            return ""
+        return (
+            f'<p class="muted">The first {PAGE_RECIPIENTS:,} of '
+            f"{len(job.recipients):,} recipients are shown; all of them are in "
+            f"{self.link(f'/api/jobs/{job.id}', 'the JSON')}.</p>"
         )
 
     def _timeline(self, job: SimulatedJob) -> str:
         state = self.state
         now = state.clock()
         parts = []
-        for job_id, r, track in zip(job.job_ids, job.recipients, state.tracks_of(job), strict=True):
+        tracks = state.tracks_of(job, PAGE_RECIPIENTS)
+        for job_id, r, track in zip(job.job_ids, job.recipients, tracks, strict=False):
             items = "".join(
                 f'<li class="{_e(m.kind)}{"" if m.done else " to-come"}">{_when(m.at)} '
                 f"{_e(m.text)}{'' if m.done else ' (to come)'}</li>"
@@ -381,7 +410,7 @@ class _Page:
                 f"<h3><code>{_e(job_id)}</code> to {_e(r.recip_fax_number)}</h3>"
                 f'<ol class="timeline">{items}</ol>'
             )
-        return "".join(parts)
+        return "".join(parts) + self._more(job)
 
     def _details(self, job: SimulatedJob) -> str:
         """SendFaxEx's JobDetails, the password masked (in the destination too)."""

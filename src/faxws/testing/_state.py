@@ -562,10 +562,10 @@ class State:
             return None
         return progress(job, track, self.clock(), self.time_scale)
 
-    def progresses(self, job: SimulatedJob) -> list[JobProgress]:
-        """Where each recipient's job of ``job`` is now, in the recipients' order."""
-        with self.lock:
-            tracks = [self.tracks.get(i) or _track(job, n) for n, i in enumerate(job.job_ids)]
+    def progresses(self, job: SimulatedJob, limit: int | None = None) -> list[JobProgress]:
+        """Where each recipient's job of ``job`` is now, in the recipients' order (the first
+        ``limit`` of them, if given)."""
+        tracks = self.tracks_of(job, limit)
         now = self.clock()
         return [progress(job, track, now, self.time_scale) for track in tracks]
 
@@ -638,10 +638,12 @@ class State:
             if record.state != "pending":
                 self.pending_pushes.discard(job_id)
 
-    def tracks_of(self, job: SimulatedJob) -> list[Track]:
-        """What changed for each recipient of ``job``, in the recipients' order."""
+    def tracks_of(self, job: SimulatedJob, limit: int | None = None) -> list[Track]:
+        """What changed for each recipient of ``job``, in the recipients' order (the first
+        ``limit`` of them, if given)."""
+        ids = job.job_ids if limit is None else job.job_ids[:limit]
         with self.lock:
-            return [self.tracks.get(i) or _track(job, n) for n, i in enumerate(job.job_ids)]
+            return [self.tracks.get(i) or _track(job, n) for n, i in enumerate(ids)]
 
     def _put(self, job: SimulatedJob, track: Track) -> None:
         """Replace a track, in the database too. Under the lock."""

@@ -34,15 +34,39 @@
     if (isFinite(wait)) timer = setTimeout(refresh, Math.max(250, wait * 1000));
   }
 
+  // Each look costs the simulator a page drawn (megabytes, for thousands of recipients'
+  // jobs), so a tab looks again no sooner than three times as long as its last look took,
+  // and half a second at least: a burst of changes is one look, not a look at each. What a
+  // person asks for (a search, a delete) is not kept waiting.
+  const CALM = 500;
+  let calmUntil = 0;
+  let calmTimer = null;
+  let againAsked = false;
+
+  function calmed() {
+    calmTimer = null;
+    refresh();
+  }
+
   // Fetch the page again and put in each live part that changed; the rest (documents,
   // the search box) stays as it is.
-  async function refresh() {
+  async function refresh(asked) {
     if (leaving) return;
+    asked = asked === true; // a timer's argument is no person's
     if (fetching) {
       again = true;
+      againAsked = againAsked || asked;
       return;
     }
+    const wait = calmUntil - Date.now();
+    if (wait > 0 && !asked) {
+      if (calmTimer === null) calmTimer = setTimeout(calmed, wait);
+      return;
+    }
+    clearTimeout(calmTimer);
+    calmTimer = null;
     fetching = true;
+    const started = Date.now();
     try {
       const answer = await fetch(location.href, { headers: headers, cache: "no-store" });
       const fresh = new DOMParser().parseFromString(await answer.text(), "text/html");
@@ -66,9 +90,12 @@
       say("offline", "down");
     } finally {
       fetching = false;
+      const now = Date.now();
+      calmUntil = now + Math.max(CALM, 3 * (now - started));
       if (again) {
-        again = false;
-        refresh();
+        const asked = againAsked;
+        again = againAsked = false;
+        refresh(asked);
       }
     }
   }
@@ -161,7 +188,7 @@
         if (search.value) url.searchParams.set("q", search.value);
         else url.searchParams.delete("q");
         history.replaceState(null, "", url);
-        refresh();
+        refresh(true);
       }, 200);
     });
   }
@@ -185,7 +212,7 @@
     event.preventDefault();
     if (button.dataset.reset !== undefined) {
       if (!window.confirm("Forget every job, request and pending fault?")) return;
-      if (await change("POST", "/api/reset")) refresh();
+      if (await change("POST", "/api/reset")) refresh(true);
       return;
     }
     button.disabled = true;
@@ -193,7 +220,7 @@
     leaving = Boolean(button.dataset.then);
     if (await change("DELETE", button.dataset.delete)) {
       if (leaving) location.assign(withToken(button.dataset.then));
-      else refresh();
+      else refresh(true);
     } else {
       leaving = false;
       button.disabled = false;
@@ -205,6 +232,7 @@
     leaving = true;
     clearTimeout(timer);
     clearTimeout(retry);
+    clearTimeout(calmTimer);
     if (events) events.close();
     if (channel) channel.close();
   });
