@@ -512,6 +512,61 @@ def test_beyond_loopback_a_token_is_required() -> None:
         assert json.loads(get(sim, "/api/jobs?token=api-SECRET-1").text)["total"] == 1
 
 
+def _every_route() -> list[tuple[str, str]]:
+    from faxws.testing._api import ROUTES
+
+    calls = []
+    for route in ROUTES:
+        path = route.path.replace("{id}", "1").replace("{index}", "1")
+        for method in route.allowed().split(", "):
+            calls.append((method, path))
+    return [*calls, ("GET", "/"), ("HEAD", "/"), ("GET", "/jobs/1"), ("GET", "/requests/1")]
+
+
+@pytest.mark.parametrize(("method", "path"), _every_route())
+def test_every_route_and_method_of_the_inbox_and_api_needs_the_token(
+    method: str, path: str
+) -> None:
+    """HEAD and the event stream too; nothing is changed or held by a call refused."""
+    with FaxWSSimulator(api_token="api-SECRET-6") as sim:
+        with client(sim) as c:
+            c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
+        sim.inject(Fault.http_status(503), operation="CancelFax")
+        held = (len(sim.jobs), len(sim.requests), len(sim._state.faults.pending()))
+        body = {"outcome": "busy"} if path.endswith("/outcome") else {"fault": "html_500"}
+        for headers, query in (
+            ({}, ""),
+            ({"X-FaxWS-Token": "api-SECRET-7"}, ""),
+            ({"X-FaxWS-Token": "API-SECRET-6"}, ""),
+            ({}, "?token="),
+            ({}, "?token=api-SECRET-"),
+        ):
+            with requests.request(
+                method,
+                sim.url + path + query,
+                headers={**CLIENT, **headers},
+                json=body if method in ("POST", "PUT") else None,
+                timeout=60,
+                stream=True,  # an event stream served would never end
+            ) as answer:
+                assert answer.status_code == 401, (headers, query)
+                if method != "HEAD":
+                    assert answer.text == (
+                        "the inbox and API need the token faxws serve printed (?token=...)\n"
+                    )
+        assert (len(sim.jobs), len(sim.requests), len(sim._state.faults.pending())) == held
+        assert sim._streams == 0
+        with requests.request(
+            method,
+            sim.url + path + "?token=api-SECRET-6",
+            headers=CLIENT,
+            json=body if method in ("POST", "PUT") else None,
+            timeout=60,
+            stream=True,
+        ) as answer:
+            assert answer.status_code != 401
+
+
 def test_the_oldest_jobs_and_records_are_forgotten_beyond_their_bounds(
     faxws_simulator_factory: SimulatorFactory,
 ) -> None:
