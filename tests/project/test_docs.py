@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from doc_examples import ROOT
 
-
 #: The attributes by which a page loads something (a link to follow is not loading).
 LOADING = {
     "script": ("src",),
