@@ -41,6 +41,8 @@ class Case:
     raises: type[BaseException] | None
     code: int
     maybe: bool
+    #: None: the client call raises; else the transport, once it wrote a byte or none.
+    written: bool | None = None
 
 
 FAILURES = {
@@ -55,7 +57,8 @@ FAILURES = {
     "http-404": Case(Fault.http_status(404), None, 1, False),
     "http-401": Case(Fault.http_status(401), None, 3, False),
     "refused-connection": Case(None, None, 4, False),
-    "ctrl-c-while-sending": Case(None, KeyboardInterrupt, 130, True),
+    "ctrl-c-after-a-byte": Case(None, KeyboardInterrupt, 130, True, written=True),
+    "ctrl-c-before-a-byte": Case(None, KeyboardInterrupt, 130, False, written=False),
     "unexpected-while-sending": Case(None, RuntimeError, 5, True),
 }
 
@@ -123,13 +126,23 @@ def test_text_and_json_say_the_same_of_every_failure(
         "FAXWS_PIN": DEMO_PIN,
     }.items():
         monkeypatch.setenv(name, value)
-    if case.raises is not None:
+    if case.raises is not None and case.written is None:
         raising = case.raises
 
         def raise_it(*_args: Any, **_kwargs: Any) -> Any:
             raise raising("failed in the call")
 
         monkeypatch.setattr(FaxClient, call, raise_it)
+    elif case.raises is not None:
+        from faxws._http.sync_transport import HttpTransport
+
+        raising, written = case.raises, case.written
+
+        def on_the_wire(self: Any, request: Any) -> Any:
+            request.written = written
+            raise raising("failed on the wire")
+
+        monkeypatch.setattr(HttpTransport, "post", on_the_wire)
     runs = []
     for extra in ([], ["--json"]):
         sim.reset()

@@ -409,15 +409,22 @@ def test_ctrl_c_during_a_send_with_options_names_its_reference(
     pdf: Path,
     reference: str | None,
 ) -> None:
+    from faxws._http.sync_transport import HttpTransport
     from faxws.cli import main
 
     given: list[JobOptions] = []
+    send_fax = FaxClient.send_fax
 
-    def interrupted(self: FaxClient, *args: Any, options: JobOptions, **kwargs: Any) -> None:
+    def watched(self: FaxClient, *args: Any, options: JobOptions, **kwargs: Any) -> Any:
         given.append(options)
+        return send_fax(self, *args, options=options, **kwargs)
+
+    def interrupted(self: HttpTransport, request: Any) -> Any:
+        request.written = True  # the request has gone, or part of it
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(FaxClient, "send_fax", interrupted)
+    monkeypatch.setattr(FaxClient, "send_fax", watched)
+    monkeypatch.setattr(HttpTransport, "post", interrupted)
     args = ["send", "--to", "+1 555 0100", str(pdf), "--cover-subject", "Hi", "--request-id", "i-1"]
     args += ["--base-url", "http://127.0.0.1:9", "--user-id", "u", "--pin", "1"]
     code = main(args + ([] if reference is None else ["--reference", reference]))

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
     def action(stack: ExitStack) -> _client.Answer:
         client = stack.enter_context(_client.make_client(args))
-        out.sending = True
+        _client.sending(out, client)
         result = client.cancel_fax(args.job_id, request_id=out.request_id)
         data = {"job_id": result.job_id, "accepted": True}
         return result, data, [f"Cancel of job {result.job_id} accepted."]

@@ -118,7 +118,58 @@ def make_client(args: argparse.Namespace) -> FaxClient:
         )
     timeout = {} if args.timeout is None else {"timeout": args.timeout}
     options = ClientOptions(allow_insecure_http=args.insecure_http, **timeout)
-    return FaxClient(base_url, user_id=user_id, token=token, pin=creds["pin"], options=options)
+    client = FaxClient(base_url, user_id=user_id, token=token, pin=creds["pin"], options=options)
+    client._caller.transport = _Watched(client._caller.transport)
+    return client
+
+
+def sending(out: Outcome, client: FaxClient) -> None:
+    """The command is about to call the service: from here a failure may mean the request
+    was delivered, which, when Ctrl-C stops it, is whether a byte of it was written."""
+    out.sending = True
+    transport = client._caller.transport
+    out.wrote = transport.written if isinstance(transport, _Watched) else None
+
+
+class _Watched:
+    """The client's transport, watched for what an interrupted call cannot say: whether any
+    byte of a request was written (a Ctrl-C while connecting, or while a token is fetched,
+    sent nothing). Only that is kept, not the requests."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+        self._last: Any = None
+        self._written = False
+
+    def post(self, request: Any) -> Any:
+        self._last = request
+        try:
+            return self._transport.post(request)
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and _while_writing(exc):
+                self._written = True
+            raise
+        finally:
+            self._written = self._written or bool(request.written)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def written(self) -> bool:
+        return self._written or bool(getattr(self._last, "written", False))
+
+
+def _while_writing(interrupt: BaseException) -> bool:
+    """Whether ``interrupt`` (Ctrl-C) was raised while the transport wrote to its socket: just
+    after a write returned, before the transport could record it, bytes have left although
+    the request does not say so."""
+    import traceback
+
+    return any(
+        frame.f_code.co_name == "_write"
+        and frame.f_globals.get("__name__") == "faxws._http.sync_transport"
+        for frame, _ in traceback.walk_tb(interrupt.__traceback__)
+    )
 
 
 #: A call's result, what --json prints of it and the lines of text; the request and activity

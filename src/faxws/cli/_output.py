@@ -271,6 +271,8 @@ class Doing(Protocol):
     prog: str
     faxing: bool
     sending: bool
+    #: Whether a byte of a request was written, when the client can tell (see ``sending``).
+    wrote: Callable[[], bool] | None
     request_id: str | None
     job_ids: list[str]
     reference_id: str | None
@@ -325,6 +327,9 @@ def describe(problem: BaseException | Usage, doing: Doing, mask: Callable[[str],
         return _client_error(problem, doing, mask)
     sending = doing.sending
     if isinstance(problem, KeyboardInterrupt):
+        # Stopped while connecting, or while a token was fetched, nothing was sent. Any other
+        # failure while sending is taken as one that may have been delivered: nothing says.
+        sending = sending and (doing.wrote is None or doing.wrote())
         failure = Failure(EXIT_INTERRUPTED, "Interrupted", "interrupted", headline="interrupted")
     else:
         message = one_line(mask(str(problem))) or type(problem).__name__
@@ -407,6 +412,7 @@ class Outcome:
         self.request_id: str | None = None
         self.faxing = False  # the command sends a fax
         self.sending = False  # from just before the first byte may leave
+        self.wrote: Callable[[], bool] | None = None  # whether a byte has left (see Doing)
         self.answered = ""  # what an answer means ("the fax was sent"), once there is one
         self.reached = False  # the request reached the service, or may have
         self.job_ids: list[str] = []

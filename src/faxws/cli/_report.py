@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
 
     def action(stack: ExitStack) -> _client.Answer:
         client = stack.enter_context(_client.make_client(args))
-        out.sending = True
+        _client.sending(out, client)
         result = client.get_fax_broadcast_report(
             args.job_id, args.recipient_type, args.address, request_id=out.request_id
         )

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace, out: Outcome) -> int:
             files.append(path)
         if options is not None:
             out.reference_id = options.reference_id
-        out.sending = True
+        _client.sending(out, client)
         result = sent = client.send_fax(
             recipients, files, request_id=out.request_id, options=options
         )

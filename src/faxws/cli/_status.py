@@ -52,7 +52,7 @@ def _by_job(args: argparse.Namespace, out: Outcome, stack: ExitStack) -> _client
     client = stack.enter_context(_client.make_client(args))
     if len(set(args.job_ids)) > STATUS_BATCH_SIZE:
         out.request_id = None  # one call per batch, each with a request id of its own
-    out.sending = True
+    _client.sending(out, client)
     statuses = client.get_real_time_fax_status(args.job_ids, request_id=out.request_id)
     data = {"statuses": [status_data(s) for s in statuses]}
     result = SimpleNamespace(request_id=out.request_id, activity_id=None)
@@ -61,7 +61,7 @@ def _by_job(args: argparse.Namespace, out: Outcome, stack: ExitStack) -> _client
 
 def _by_reference(args: argparse.Namespace, out: Outcome, stack: ExitStack) -> _client.Answer:
     client = stack.enter_context(_client.make_client(args))
-    out.sending = True
+    _client.sending(out, client)
     found = client.get_status_by_reference(args.reference, request_id=out.request_id)
     data = {
         "reference_id": found.reference_id,
