@@ -500,3 +500,42 @@ def test_words_that_are_meant_as_files_or_job_ids_still_are(
     done = faxws(*args, env=env)
     assert done.returncode == code, done.stderr
     assert done.stderr.startswith(line if args[0] == "validate" else f"faxws {args[0]}: {line}")
+
+
+_CLIENT = {"FAXWS_CLIENT_ID": "c", "FAXWS_CLIENT_SECRET": "S3cret-77"}
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "others", "problem"),
+    [
+        ("base_url", "http://fax.example.com", {"FAXWS_PIN": "PIN-77"},
+         "plain http to fax.example.com would expose the credentials; use https (or pass "
+         "--insecure-http)"),
+        ("user_id", "a\x01", {"FAXWS_PIN": "PIN-77"}, "contains U+0001, which XML cannot carry"),
+        ("pin", "12\n34", {}, "contains a line break (U+000A)"),
+        ("token", "ab c", {}, "contains U+0020; only visible ASCII is allowed in a header"),
+        ("token_url", "ftp://auth.example/t", _CLIENT, "must be an http(s) URL with a host"),
+    ],
+    ids=["base-url", "user-id", "pin", "token", "token-url"],
+)  # fmt: skip
+@pytest.mark.parametrize("given_as", ["variable", "flag"])
+def test_a_bad_setting_is_named_as_it_was_given(
+    key: str, value: str, others: dict[str, str], problem: str, given_as: str
+) -> None:
+    """A value from FAXWS_BASE_URL is not called --base-url, a flag the user never typed."""
+    variable, flag = f"FAXWS_{key.upper()}", "--" + key.replace("_", "-")
+    env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", **others}
+    args = ["report", "J1", "--json"]
+    if given_as == "variable":
+        env[variable] = value
+    else:  # the other credentials too: a credential flag means the variables' are not used
+        args += [flag, value]
+        for other in ("FAXWS_CLIENT_ID", "FAXWS_CLIENT_SECRET"):
+            if other in env:
+                args += ["--" + other[6:].lower().replace("_", "-"), env.pop(other)]
+    done = faxws(*args, env=env)
+    assert done.returncode == 2, done.stderr
+    name = variable if given_as == "variable" else flag
+    error = json_error(done)
+    assert (error["field"], error["message"]) == (name, f"{name}: {problem}")
+    assert done.stderr.startswith(f"faxws report: BadInputError: {name}: {problem}")

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from faxws.cli import _batch, _cancel, _report, _send, _serve, _status, _validate
-from faxws.cli._client import ENV, SETTINGS, secrets_in
+from faxws.cli._client import ENV, SETTINGS, from_variables, secrets_in
 from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, UsageError
 from faxws.cli._send import spool_stdin
 
@@ -449,6 +449,7 @@ def _main(words: list[str], out: Outcome) -> int:
         return out.usage(message, exc.parser)
     out.prog = f"faxws {args.command}"
     out.as_json = bool(args.json)
+    out.from_variables = from_variables(args)
     run: Callable[[argparse.Namespace, Outcome], int] = args.run
     try:
         return run(args, out)

@@ -59,6 +59,21 @@ def setting(args: argparse.Namespace, key: str, use_env: bool = True) -> str | N
     return value if value is not None and value.strip() else None
 
 
+def from_variables(args: argparse.Namespace) -> dict[str, str]:
+    """The settings ``make_client`` takes from their variables, by name, each with its
+    variable: a message about such a value names the variable, since no flag was given."""
+    if not hasattr(args, "base_url"):  # a command that calls no service
+        return {}
+    credentials_given = any(getattr(args, k, None) is not None for k in _CREDENTIAL_KEYS)
+    return {
+        key: ENV[key]
+        for key in SETTINGS
+        if getattr(args, key, None) is None
+        and not (credentials_given and key in _CREDENTIAL_KEYS)
+        and setting(args, key) is not None
+    }
+
+
 def _empty(*keys: str) -> str:
     """Which of these settings' variables are set but empty or blank, said for a message."""
     values = {ENV[k]: os.environ.get(ENV[k]) for k in keys}

@@ -273,6 +273,8 @@ class Doing(Protocol):
     sending: bool
     #: Whether a byte of a request was written, when the client can tell (see ``sending``).
     wrote: Callable[[], bool] | None
+    #: The settings that came from a variable, by library name: ``{"base_url": "FAXWS_..."}``.
+    from_variables: dict[str, str]
     request_id: str | None
     job_ids: list[str]
     reference_id: str | None
@@ -356,7 +358,8 @@ def _client_error(exc: Any, doing: Doing, mask: Callable[[str], str]) -> Failure
     message = exc.message
     details = {k: getattr(exc, k) for k in ("code", "field", "fault_code") if hasattr(exc, k)}
     if isinstance(exc, faxws.errors.BadInputError):
-        details["field"] = "/".join(_flag_of(part) for part in exc.field.split("/"))
+        named = {**FLAGS, **doing.from_variables}  # what the user gave: a flag or a variable
+        details["field"] = "/".join(_flag_of(part, named) for part in exc.field.split("/"))
         message = f"{details['field']}: {_flagged_text(exc.problem)}"
     failure = Failure(
         code,
@@ -413,6 +416,7 @@ class Outcome:
         self.faxing = False  # the command sends a fax
         self.sending = False  # from just before the first byte may leave
         self.wrote: Callable[[], bool] | None = None  # whether a byte has left (see Doing)
+        self.from_variables: dict[str, str] = {}  # see Doing
         self.answered = ""  # what an answer means ("the fax was sent"), once there is one
         self.reached = False  # the request reached the service, or may have
         self.job_ids: list[str] = []
@@ -593,12 +597,12 @@ def json_text(data: object, *, indent: int | None = 2, sort_keys: bool = True) -
     return json.dumps(data, indent=indent, sort_keys=sort_keys)
 
 
-def _flag_of(name: str) -> str:
+def _flag_of(name: str, named: dict[str, str] = FLAGS) -> str:
     """A part of a BadInputError's field (``base_url``, ``recipients[1].fax_number``, ``token``
     of ``token/pin``) as the flag the user typed (``--base-url``, ``--to (recipient 2)``)."""
     item = re.fullmatch(r"(recipients|files|job_ids)\[(\d+)\](?:\.(\w+))?", name)
     if item is None:
-        return FLAGS.get(name, name)
+        return named.get(name, name)
     kind, index, attr = item.groups()
     if kind == "files":
         return f"FILE {int(index) + 1}"
