@@ -539,3 +539,33 @@ def test_a_bad_setting_is_named_as_it_was_given(
     error = json_error(done)
     assert (error["field"], error["message"]) == (name, f"{name}: {problem}")
     assert done.stderr.startswith(f"faxws report: BadInputError: {name}: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["send", "--to", "1", "x.pdf", "--pin", "-Zq9abc"],
+         "argument --pin: expected one argument; a value that starts with - is given as "
+         "--pin=VALUE"),
+        (["send", "--to", "-Zq9", "x.pdf"],
+         "argument --to: expected one argument; a value that starts with - is given as "
+         "--to=VALUE"),
+        (["report", "J1", "--address", "-Zq9ops"],
+         "argument --address: expected one argument; a value that starts with - is given as "
+         "--address=VALUE"),
+        (["send", "--to", "1", "-Zq9scan.pdf"],
+         "the following arguments are required: FILE; a FILE whose name starts with - is "
+         "given after --"),
+        (["send", "--to", "1", "x.pdf", "--pin", "--json"],
+         "argument --pin: expected one argument"),
+        (["send", "--to", "1"], "the following arguments are required: FILE"),
+    ],
+    ids=["secret", "number", "address", "file", "a-known-flag", "no-file"],
+)  # fmt: skip
+def test_a_value_that_looks_like_an_option_is_told_how_to_give_it(
+    args: list[str], message: str
+) -> None:
+    done = faxws(*args)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"faxws {args[0]}: error: {message}"
+    assert "Zq9" not in done.stderr  # the value is never shown

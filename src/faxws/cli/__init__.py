@@ -499,12 +499,20 @@ def _safe_message(
     # Each argument by the name argparse's messages give it.
     names = {argparse._get_action_name(a): a for a in _all_actions(root)}
     names.update({argparse._get_action_name(a): a for a in error.parser._actions})
+    flags = {o for a in _all_actions(root) for o in a.option_strings}
+    # Words argparse took for options it does not know: a value or a file name with a "-".
+    before = words[: words.index("--")] if "--" in words else words
+    dashed = [w for w in before if w[:1] == "-" and w != "-" and w.split("=")[0] not in flags]
     for name, action in names.items():
         prefix = f"argument {name}: "
         if name is None or not message.startswith(prefix):
             continue
         problem = message[len(prefix) :]
         known = (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM, SCALE_PROBLEM, WHEN_PROBLEM)
+        if problem == "expected one argument":
+            for i, word in enumerate(words[:-1]):
+                if word in action.option_strings and words[i + 1] in dashed:
+                    return f"{message}; a value that starts with - is given as {word}=VALUE"
         if problem in known or re.fullmatch(
             r"expected (one|at most one|at least one|\d+) arguments?", problem
         ):
@@ -522,6 +530,9 @@ def _safe_message(
             return f"{prefix}takes no value"
         return f"{prefix}invalid value"
     if message.startswith(("the following arguments are required: ", "one of the arguments ")):
+        required = message.partition(": ")[2].split(", ")
+        if "FILE" in required and dashed:
+            return f"{message}; a FILE whose name starts with - is given after --"
         return message  # names only
     if message.startswith("unrecognized arguments: "):
         # Misspelled flags are shown (--pn), values never: a PIN after a misspelled --pin
