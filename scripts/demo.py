@@ -129,6 +129,13 @@ def main() -> int:
                 print(f"    recipient {r.recip_fax_number} {r.recip_name}")
             for f in job.files:
                 print(f"    file {f.index}: type {f.file_type}, {len(f.data)} bytes")
+    # The demo's simulator and folder are gone now: the commands paste against one's own.
+    print(
+        "\nTo run the commands above yourself: start `faxws serve --port 8080` in another "
+        "terminal;\nthen, in a folder with a PDF named hello.pdf, with FAXWS_PIN set to the "
+        "PIN it shows:\n  export FAXWS_BASE_URL=http://127.0.0.1:8080 "
+        f"FAXWS_USER_ID={DEMO_USER_ID}"
+    )
     print("\nSimulator stopped. Demo complete.")
     return 0
 

@@ -649,9 +649,10 @@ def test_make_demo_script_runs_end_to_end() -> None:
     assert DEMO_PIN not in out.replace("0000000", "")  # the PIN is never shown
 
 
-def test_the_commands_make_demo_prints_can_be_pasted(tmp_path: Path) -> None:
-    """Each command the demo shows, pasted into bash as it is, runs: in a folder with the
-    demo's hello.pdf, with the settings it names, against a simulator."""
+@pytest.mark.parametrize("shell", [["bash", "-euo", "pipefail"], ["sh", "-eu"]], ids=["bash", "sh"])
+def test_the_commands_make_demo_prints_can_be_pasted(tmp_path: Path, shell: list[str]) -> None:
+    """Each command the demo shows, pasted into bash or a POSIX sh (dash) as it is, runs: in a
+    folder with the demo's hello.pdf, with the settings it names, against a simulator."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import demo
@@ -674,7 +675,7 @@ def test_the_commands_make_demo_prints_can_be_pasted(tmp_path: Path) -> None:
         env = {**CLEAN_ENV, **pin_env(sim), "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
         for command in commands:
             pasted = subprocess.run(
-                ["bash", "-euo", "pipefail", "-c", command],
+                [*shell, "-c", command],
                 cwd=tmp_path,
                 env=env,
                 capture_output=True,
@@ -689,3 +690,10 @@ def test_the_commands_make_demo_prints_can_be_pasted(tmp_path: Path) -> None:
         ("+1 555 0101", "Grace"),
     ]
     assert job.files[0].data == demo.sample_pdf()
+    # The settings it says to export, for one's own simulator once the demo's is gone.
+    [export] = [line.strip() for line in done.stdout.splitlines() if line.startswith("  export ")]
+    shown = subprocess.run(
+        [*shell, "-c", export + '; printf "%s %s" "$FAXWS_BASE_URL" "$FAXWS_USER_ID"'],
+        env=CLEAN_ENV, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert shown.stdout == f"http://127.0.0.1:8080 {DEMO_USER_ID}", shown.stderr
