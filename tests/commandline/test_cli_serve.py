@@ -245,7 +245,7 @@ def test_the_readiness_signal_is_documented() -> None:
     text = " ".join(done.stdout.split())
     assert "--ready-file PATH" in text
     assert "faxws serve --port 8080 --ready-file ready.json &" in done.stdout
-    assert "until [ -s ready.json ]; do sleep 0.1; done" in done.stdout
+    assert 'until [ -s ready.json ]; do kill -0 "$SERVER" || exit 1; sleep 0.1; done' in done.stdout
     assert "the JSON object that --json prints as its first line" in text
 
 

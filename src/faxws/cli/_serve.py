@@ -20,12 +20,13 @@ example:
   faxws serve --port 0 --user-id mbx1 --pin 1234     # port 0: any free port
   faxws serve --db inbox.sqlite --strict              # keep jobs; check the wire form
   faxws serve --time-scale 1000                       # a fax's life in milliseconds
-  faxws serve --port 8080 --ready-file ready.json &   # in a script: wait until it listens
-  until [ -s ready.json ]; do sleep 0.1; done
+  faxws serve --port 8080 --ready-file ready.json &   # in a script: wait until it listens,
+  SERVER=$!                                           # or give up if it could not start
+  until [ -s ready.json ]; do kill -0 "$SERVER" || exit 1; sleep 0.1; done
 
-It prints its URL, its inbox (open it in a browser; the REST API is under /api/) and the
-accounts it accepts, logs a line per request, and runs until interrupted (Ctrl-C or
-SIGTERM).
+It prints its URL, its inbox (open it in a browser; the REST API is under /api/, described by
+/api/openapi.json) and the accounts it accepts, logs a line per request, and runs until
+interrupted (Ctrl-C or SIGTERM).
 
 readiness: once it listens, and not before, --ready-file PATH is written (whole, at once:
 a file beside it linked to PATH) with the JSON object that --json prints as its first
