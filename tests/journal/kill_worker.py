@@ -8,7 +8,10 @@ dying it writes which point and which row to the record file (fsynced), so that 
 knows what the dead worker held. The points, in the order of a send's life:
 
 - ``claim``: a row was claimed (its lease not yet used);
-- ``sending``: the row's move to SENDING was committed, before any byte of the send;
+- ``reserved``: several rows were moved to SENDING in one commit, none of them started;
+- ``sending``: a row's start mark was committed, before any byte of its send;
+- ``started_after_answer``: a row's start mark was committed with the answer of the send
+  before it recorded (one commit), before any byte of its send;
 - ``mid_body``: the first part of the SendFaxEx body was written, not the rest;
 - ``answered``: the service answered the SendFaxEx (it accepted it), before the runner saw it;
 - ``before_submitted``: the runner is about to record the job ids;
@@ -19,7 +22,8 @@ Usage: ``python kill_worker.py CONFIG_JSON`` with the keys ``target`` (a journal
 PostgreSQL DSN), ``url`` (the simulator's), ``lease`` (seconds), ``kill`` (a point or null),
 ``record`` (a file path), ``workers`` (threads), ``lookup_delay`` (seconds before the first
 look-up of an uncertain row: the runner's constant, shortened so that a row whose send never
-arrived reaches review in seconds, not minutes).
+arrived reaches review in seconds, not minutes), ``claim_seconds`` (optional: the runner's
+constant; a long one makes every claim after the first take all it may).
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ from typing import Any
 
 POINTS = (
     "claim",
+    "reserved",
     "sending",
+    "started_after_answer",
     "mid_body",
     "answered",
     "before_submitted",
@@ -58,12 +64,13 @@ class Killer:
         self.current: str | None = None  # the key of the row being sent, for the record
         self._lock = threading.Lock()
 
-    def at(self, point: str, key: str | None = None) -> None:
+    def at(self, point: str, key: str | None = None, **more: Any) -> None:
         if point != self.point:
             return
         with self._lock:  # one thread writes the record; the others wait for the kill
             with open(self.record, "w", encoding="utf-8") as fh:
-                json.dump({"point": point, "key": key or self.current, "pid": os.getpid()}, fh)
+                found = {"point": point, "key": key or self.current, "pid": os.getpid(), **more}
+                json.dump(found, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.kill(os.getpid(), signal.SIGKILL)
@@ -85,11 +92,20 @@ class KillingStore:
             self._killer.at("claim", rows[0].key)
         return rows
 
-    def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Any:
-        row = self._inner.mark_sending(key, owner, lease_seconds)
+    def mark_sending_many(self, keys: Any, owner: str, lease_seconds: float | None = None) -> Any:
+        rows = self._inner.mark_sending_many(keys, owner, lease_seconds)
+        if len(rows) >= 2:
+            self._killer.at("reserved", rows[0].key, keys=[row.key for row in rows])
+        return rows
+
+    def start_send(self, key: str, owner: str, submitted: Any = None) -> None:
+        if submitted is not None:
+            self._killer.at("before_submitted", submitted.key)
+        self._inner.start_send(key, owner, submitted)
         self._killer.current = key
+        if submitted is not None:
+            self._killer.at("started_after_answer", key, answered=submitted.key)
         self._killer.at("sending", key)
-        return row
 
     def mark_submitted(self, key: str, owner: str, job_ids: Any, check_at: Any = None) -> Any:
         self._killer.at("before_submitted", key)
@@ -167,6 +183,7 @@ def main(argv: list[str]) -> int:
     from faxws.testing import DEMO_PIN, DEMO_USER_ID
 
     _runner.LOOKUP_DELAY = float(config.get("lookup_delay", _runner.LOOKUP_DELAY))
+    _runner.CLAIM_SECONDS = float(config.get("claim_seconds", _runner.CLAIM_SECONDS))
     killer = Killer(config.get("kill"), config["record"])
     store = KillingStore(open_journal(config["target"]), killer)
     url = config["url"]

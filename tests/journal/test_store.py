@@ -26,6 +26,7 @@ from faxws.journal._store import (
     LeaseLostError,
     Row,
     State,
+    Submission,
     UnknownKeyError,
 )
 
@@ -580,6 +581,145 @@ def test_recover_frees_expired_claims_and_makes_expired_sends_uncertain(
     assert [r.key for r in store.claim("w3", 60, 10)] == ["held"]
     assert got(store, "sent").state is S.UNCERTAIN
     assert [r.key for r in store.due(S.UNCERTAIN, 30, 10)] == ["sent"]
+
+
+# -- several rows to SENDING in one commit, each started before its send ------------------------
+
+
+def reserve(store: JournalStore, keys: list[str], owner: str = "w1") -> list[Row]:
+    """``keys`` added, claimed by ``owner`` and moved to SENDING together, none started."""
+    for key in keys:
+        store.add(key, SHA, f"payload of {key}")
+    assert sorted(r.key for r in store.claim(owner, 60, len(keys))) == sorted(keys)
+    return store.mark_sending_many(keys, owner, 60)
+
+
+def test_claimed_rows_move_to_sending_together_and_others_are_left_out(
+    store: JournalStore, clock: Clock
+) -> None:
+    for key in ("a", "b", "c", "theirs", "done"):
+        store.add(key, SHA)
+    store.claim("w1", 60, 3)  # a, b, c
+    store.claim("w2", 60, 1)  # theirs
+    clock.advance(1)
+    store.mark_sending("c", "w1")
+    moved = store.mark_sending_many(["b", "nope", "theirs", "c", "done", "a", "b"], "w1", 30)
+    assert [row.key for row in moved] == ["a", "b"]  # by seq, each once
+    for row in moved:
+        assert row == store.get(row.key)
+        assert (row.state, row.lease_owner, row.attempt) == (S.SENDING, "w1", 1)
+        assert row.lease_expires_at == clock.now + timedelta(seconds=30)
+        assert row.updated_at == clock.now
+    assert (got(store, "theirs").state, got(store, "done").state) == (S.CLAIMED, S.PENDING)
+    assert store.mark_sending_many([], "w1") == []
+    clock.advance(60)
+    assert store.mark_sending_many(["theirs"], "w2") == []  # its lease ran out
+
+
+def test_a_send_is_started_once_by_the_rows_owner(store: JournalStore, clock: Clock) -> None:
+    reserve(store, ["a"])
+    before = got(store, "a")
+    with pytest.raises(LeaseLostError) as lost:
+        store.start_send("a", "w2")
+    assert lost.value.key == "a"
+    clock.advance(1)
+    store.start_send("a", "w1")
+    row = got(store, "a")
+    assert (row.state, row.updated_at, row.lease_owner) == (S.SENDING, clock.now, "w1")
+    assert row.lease_expires_at == before.lease_expires_at
+    with pytest.raises(IllegalTransitionError) as again:
+        store.start_send("a", "w1")
+    assert again.value.key == "a"
+    with pytest.raises(UnknownKeyError):
+        store.start_send("nope", "w1")
+    reach(store, "claimed", S.CLAIMED)
+    with pytest.raises(IllegalTransitionError) as claimed:
+        store.start_send("claimed", "w1")
+    assert claimed.value.current is S.CLAIMED
+    reach(store, "started", S.SENDING)  # mark_sending: started at once
+    with pytest.raises(IllegalTransitionError):
+        store.start_send("started", "w1")
+    reserve(store, ["late"])
+    clock.advance(61)
+    with pytest.raises(LeaseLostError):
+        store.start_send("late", "w1")
+
+
+def test_a_start_records_the_answer_of_the_send_before_in_the_same_commit(
+    store: JournalStore, clock: Clock
+) -> None:
+    reserve(store, ["a", "b", "c"])
+    store.start_send("a", "w1")
+    clock.advance(1)
+    check_at = clock.now + timedelta(seconds=8)
+    store.start_send("b", "w1", Submission("a", ("J1", "J2"), check_at))
+    a = got(store, "a")
+    assert (a.state, a.job_ids, a.next_check_at, a.checks) == (
+        S.SUBMITTED,
+        ("J1", "J2"),
+        check_at,
+        0,
+    )
+    assert (a.lease_owner, a.lease_expires_at, a.updated_at) == (None, None, clock.now)
+    assert store.by_job_id("J2") == a
+    with pytest.raises(IllegalTransitionError):
+        store.start_send("b", "w1")  # started by the call before
+    # an answer whose move is refused: its error, and nothing written (c not started)
+    with pytest.raises(IllegalTransitionError) as refused:
+        store.start_send("c", "w1", Submission("a", ("J9",)))
+    assert (refused.value.key, refused.value.current) == ("a", S.SUBMITTED)
+    assert store.by_job_id("J9") is None
+    assert got(store, "a") == a
+    store.start_send("c", "w1", Submission("b", ("J3",)))  # now: c was not started
+    b = got(store, "b")
+    assert (b.state, b.next_check_at) == (S.SUBMITTED, clock.now)  # no check time: now
+
+
+def test_an_answer_stays_recorded_when_the_start_beside_it_is_refused(
+    store: JournalStore, clock: Clock
+) -> None:
+    reserve(store, ["a"])
+    store.start_send("a", "w1")
+    reserve(store, ["b"], owner="w2")
+    with pytest.raises(LeaseLostError) as lost:
+        store.start_send("b", "w1", Submission("a", ("J1",)))
+    assert lost.value.key == "b"
+    assert got(store, "a").state is S.SUBMITTED
+    assert store.by_job_id("J1") == got(store, "a")
+
+
+def test_recover_returns_sends_never_started_and_looks_up_started_ones(
+    store: JournalStore, clock: Clock
+) -> None:
+    reserve(store, ["unsent", "started", "answered"])
+    store.start_send("started", "w1")
+    store.start_send("answered", "w1")
+    store.mark_submitted("answered", "w1", ["J1"])
+    reach(store, "single", S.SENDING)  # mark_sending: started at once
+    clock.advance(61)
+    moved = {row.key: row for row in store.recover()}
+    assert set(moved) == {"unsent", "started", "single"}
+    unsent = moved["unsent"]
+    assert unsent == got(store, "unsent")
+    assert (unsent.state, unsent.lease_owner, unsent.reason, unsent.next_check_at) == (
+        S.PENDING,
+        None,
+        None,
+        None,
+    )
+    assert (moved["started"].state, moved["single"].state) == (S.UNCERTAIN, S.UNCERTAIN)
+    assert moved["started"].reason == "the lease expired while sending"
+    # sent by the next claim, which starts it afresh
+    (again,) = store.claim("w2", 60, 10)
+    assert (again.key, again.attempt) == ("unsent", 2)
+    assert [r.key for r in store.mark_sending_many(["unsent"], "w2", 60)] == ["unsent"]
+    store.start_send("unsent", "w2")
+
+
+def test_a_reserved_row_released_by_its_worker_is_pending(store: JournalStore) -> None:
+    reserve(store, ["a"])
+    row = store.release("a", "w1")
+    assert (row.state, row.lease_owner, row.reason) == (S.PENDING, None, None)
 
 
 # -- release -------------------------------------------------------------------------------

@@ -280,7 +280,7 @@ def test_handles_opening_together_make_the_tables_once(journal: Journal) -> None
         "faxws_meta",
         "faxws_send_slots",
     ]
-    assert journal.run("SELECT value FROM made_together.faxws_meta") == [("1",)]
+    assert journal.run("SELECT value FROM made_together.faxws_meta") == [("2",)]
     journal.run("DROP SCHEMA made_together CASCADE")
 
 
@@ -299,9 +299,32 @@ def test_the_tables_are_in_the_search_path_schema_or_the_one_named(journal: Jour
 def test_a_newer_schema_version_is_refused(journal: Journal) -> None:
     journal.open().add("k", SHA)
     journal.open().close()  # the current version opens again
-    journal.run("UPDATE faxws_meta SET value = '2' WHERE name = 'faxws.schema_version'")
-    with pytest.raises(JournalError, match="schema version 2 is newer than this faxws"):
+    journal.run("UPDATE faxws_meta SET value = '3' WHERE name = 'faxws.schema_version'")
+    with pytest.raises(JournalError, match="schema version 3 is newer than this faxws"):
         journal.open()
+
+
+def test_a_first_version_journal_is_moved_on_and_its_sends_count_as_started(
+    journal: Journal,
+) -> None:
+    store = journal.open()
+    for key in ("sending", "claimed"):
+        store.add(key, SHA)
+    store.claim("w1", 60, 2)
+    store.close()
+    # the first version: no start marks, a row SENDING with its lease
+    journal.run("UPDATE faxws_faxes SET state = 'sending' WHERE key = 'sending'")
+    journal.run("ALTER TABLE faxws_faxes DROP COLUMN started_at")
+    journal.run("UPDATE faxws_meta SET value = '1' WHERE name = 'faxws.schema_version'")
+    moved_on = journal.open()
+    assert journal.run("SELECT value FROM faxws_meta WHERE name = 'faxws.schema_version'") == [
+        ("2",)
+    ]
+    journal.clock.advance(61)
+    assert sorted((r.key, r.state) for r in moved_on.recover()) == [
+        ("claimed", State.PENDING),
+        ("sending", State.UNCERTAIN),
+    ]
 
 
 def test_a_search_path_naming_no_schema_is_refused(journal: Journal) -> None:

@@ -50,12 +50,12 @@ def test_the_file_is_reopened_and_its_settings_hold(tmp_path: Path, clock: Clock
     db = sqlite3.connect(path)
     try:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
-        db.execute("PRAGMA user_version = 3")
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        db.execute("PRAGMA user_version = 4")
         db.commit()
     finally:
         db.close()
-    with pytest.raises(JournalError, match=f"{path}.*version 3"):
+    with pytest.raises(JournalError, match=f"{path}.*version 4"):
         SqliteJournal(path, clock=clock)
 
 
@@ -152,7 +152,7 @@ def test_a_first_version_file_is_moved_on_in_place(tmp_path: Path, clock: Clock)
         assert store.by_job_id("J2") == b
         assert store.by_job_id("J0") == store.get("z-first")
         assert store.by_reference("R4") == store.get("c")
-        # rows being tracked are looked up at once
+        # rows being tracked are looked up at once; a row SENDING before counts as started
         assert [r.key for r in store.due(S.SUBMITTED, 30, 10)] == ["b"]
         assert [r.key for r in store.due(S.UNCERTAIN, 30, 10)] == ["c"]
         assert [(r.key, r.state) for r in store.recover()] == [("d", S.UNCERTAIN)]
@@ -163,7 +163,7 @@ def test_a_first_version_file_is_moved_on_in_place(tmp_path: Path, clock: Clock)
         assert store.acquire_send_slot("acct", "a", 1, 60)
     db = sqlite3.connect(path)
     try:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     finally:
         db.close()
@@ -365,3 +365,89 @@ def test_a_read_only_file_is_a_journal_error_naming_it(tmp_path: Path, clock: Cl
                 SqliteJournal(path, clock=clock)
     assert str(caught.value).startswith(f"journal {path}: ")
     assert str(caught.value).endswith(" (the file or its folder is read-only)")
+
+
+# -- start marks: lazy under this boot's id, synced without one ----------------------------------
+
+
+def reserved(store: SqliteJournal, keys: list[str]) -> None:
+    for key in keys:
+        store.add(key, SHA)
+    store.claim("w1", 60, len(keys))
+    assert len(store.mark_sending_many(keys, "w1", 60)) == len(keys)
+
+
+def statements(store: SqliteJournal) -> list[str]:
+    """What ``store`` executes from now on, statement by statement."""
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    return seen
+
+
+@pytest.mark.parametrize("boot_id", ["boot-1", None])
+def test_start_marks_are_synced_only_without_a_boot_id(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, boot_id: str | None
+) -> None:
+    monkeypatch.setattr("faxws.journal._sqlite._boot_id", lambda: boot_id)
+    with SqliteJournal(tmp_path / "j.db", clock=clock) as store:
+        for key in ("a", "b"):
+            store.add(key, SHA)
+        store.claim("w1", 60, 2)
+        seen = statements(store)
+        store.mark_sending_many(["a", "b"], "w1", 60)
+        assert seen[0] == "PRAGMA synchronous = FULL"
+        assert seen[-1] == "PRAGMA synchronous = NORMAL"
+        seen.clear()
+        store.start_send("a", "w1")
+        assert ("PRAGMA synchronous = FULL" in seen) is (boot_id is None)
+        assert store._db.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL again
+        epoch = store._db.execute("SELECT sending_epoch FROM faxes WHERE key = 'b'").fetchone()
+        assert epoch == (boot_id or "synced",)
+
+
+def test_a_send_never_started_is_looked_up_after_the_machine_restarted(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "j.db"
+    monkeypatch.setattr("faxws.journal._sqlite._boot_id", lambda: "boot-1")
+    with SqliteJournal(path, clock=clock) as store:
+        reserved(store, ["a", "b"])
+    clock.advance(61)
+    with SqliteJournal(path, clock=clock) as same:
+        # the same boot: every start mark made is still in the file, and none was made
+        assert [(r.key, r.state) for r in same.recover()] == [("a", S.PENDING), ("b", S.PENDING)]
+        same.claim("w2", 60, 2)
+        same.mark_sending_many(["a", "b"], "w2", 30)
+    clock.advance(31)
+    # the machine restarted: a lazy start mark of either may have been lost with it
+    monkeypatch.setattr("faxws.journal._sqlite._boot_id", lambda: "boot-2")
+    with SqliteJournal(path, clock=clock) as rebooted:
+        assert [(r.key, r.state, r.reason) for r in rebooted.recover()] == [
+            ("a", S.UNCERTAIN, "the lease expired while sending"),
+            ("b", S.UNCERTAIN, "the lease expired while sending"),
+        ]
+
+
+@pytest.mark.parametrize("now", ["boot-1", None])
+def test_a_synced_start_mark_holds_across_restarts(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, now: str | None
+) -> None:
+    path = tmp_path / "j.db"
+    monkeypatch.setattr("faxws.journal._sqlite._boot_id", lambda: None)
+    with SqliteJournal(path, clock=clock) as store:
+        reserved(store, ["k"])
+    clock.advance(61)
+    monkeypatch.setattr("faxws.journal._sqlite._boot_id", lambda: now)
+    with SqliteJournal(path, clock=clock) as later:
+        assert [(r.key, r.state) for r in later.recover()] == [("k", S.PENDING)]
+
+
+def test_the_boot_id_is_read_from_the_system() -> None:
+    from faxws.journal._sqlite import _boot_id
+
+    found = _boot_id()
+    if sys.platform.startswith("linux"):
+        assert found is not None
+        assert found == Path("/proc/sys/kernel/random/boot_id").read_text("ascii").strip()
+    else:
+        assert found is None

@@ -1,11 +1,12 @@
 """A durable send journal: each fax a row, sent at most once across crashes.
 
 A row is added with a caller's key (never released) and the sha256 of what is to be sent; it
-gets a ReferenceId once, for its SendFaxEx. A worker claims rows under a lease, marks one
-SENDING durably right before ``send_fax`` writes its first byte, then SUBMITTED (job ids),
-FAILED (the service refused: ``maybe_delivered`` False) or UNCERTAIN (``maybe_delivered``
-True). A row that reached SENDING is never handed out again: :meth:`JournalStore.recover`
-makes one whose lease expired UNCERTAIN, to be looked up by its ReferenceId.
+gets a ReferenceId once, for its SendFaxEx. A worker claims rows under a lease, marks them
+SENDING durably (several in one commit), marks each started right before ``send_fax`` writes
+its first byte, then SUBMITTED (job ids), FAILED (the service refused: ``maybe_delivered``
+False) or UNCERTAIN (``maybe_delivered`` True). A row that started is never handed out again:
+:meth:`JournalStore.recover` makes one whose lease expired UNCERTAIN, to be looked up by its
+ReferenceId; one that never started goes back to PENDING.
 
 :class:`Batch` is the Python API over a store: rows added as :class:`FaxSpec`, sent by worker
 threads, tracked to their outcome; :func:`notification_app` applies the service's pushes to
@@ -33,6 +34,7 @@ from faxws.journal._store import (
     LeaseLostError,
     Row,
     State,
+    Submission,
     UnknownKeyError,
 )
 
@@ -59,6 +61,7 @@ __all__ = [
     "SqliteJournal",
     "State",
     "Stop",
+    "Submission",
     "UnknownKeyError",
     "notification_app",
     "open_journal",

@@ -41,6 +41,7 @@ _OPTION_FIELDS = tuple(
     f.name for f in dataclasses.fields(JobOptions) if f.name not in ("reference_id", "notify")
 )
 _TIMES = ("start_at", "expires_at")
+_DEFAULT_OPTIONS = JobOptions()
 _CHUNK = 1 << 20
 #: A file's digest is remembered only when its times are this much older than the hashing:
 #: two writes within one tick of the file system's clock leave the times as they were (FAT's
@@ -178,7 +179,7 @@ class FaxSpec:
 
     def _document(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
-        default = JobOptions()
+        default = _DEFAULT_OPTIONS
         for name in _OPTION_FIELDS:
             value = getattr(self.options, name)
             if value != getattr(default, name):
@@ -224,10 +225,7 @@ class FaxSpec:
     def digest(self) -> str:
         """sha256 hex of the payload text and of each file's own sha256 (in order): reads the
         files; one that cannot be read raises BadInputError naming it."""
-        digest = hashlib.sha256(self.payload().encode("ascii"))
-        for spec in self.files:
-            digest.update(b"\n" + spec.sha256().encode("ascii"))
-        return digest.hexdigest()
+        return payload_digest(self.payload(), self.files)
 
     def fax_files(self) -> list[FaxFile]:
         """The documents to give to ``send_fax`` (each opened and measured now)."""
@@ -280,9 +278,17 @@ def _files(files: object) -> tuple[FileSpec, ...]:
     return tuple(files)
 
 
+def payload_digest(payload: str, files: Sequence[FileSpec]) -> str:
+    """:meth:`FaxSpec.digest` of a spec whose payload text is ``payload``."""
+    digest = hashlib.sha256(payload.encode("ascii"))
+    for spec in files:
+        digest.update(b"\n" + spec.sha256().encode("ascii"))
+    return digest.hexdigest()
+
+
 def _options(options: object) -> JobOptions:
     if options is None:
-        return JobOptions()
+        return _DEFAULT_OPTIONS
     if not isinstance(options, JobOptions):
         raise BadInputError("options", f"must be a JobOptions, not {type(options).__name__}")
     if options.reference_id is not None:

@@ -7,20 +7,22 @@ rows picked ``FOR UPDATE SKIP LOCKED``: claimers never wait behind each other an
 outlives the call. Times are the store's clock's (never the server's ``now()``), so leases
 behave alike on every store and under a test clock.
 
-Durability: the move to SENDING commits as the server is set to (``synchronous_commit``, on by
-default: the WAL flushed to disk before the send's first byte), and that flush carries every
-earlier commit of the server with it. Adds, resends, a cancel, the shared limits and values
-commit so too. The other moves commit with ``synchronous_commit`` off, set for their own
-transaction in their own statement (a server crash may undo the last of them, never a
-corruption): undoing any of them never sends a fax twice, because a send needs its row's move
-to SENDING, whose flush would have kept them. A claim or a heartbeat undone is a lease shorter
-than its worker thinks: its move to SENDING checks the lease and is refused. A release undone
-leaves the row CLAIMED (claimed again once expired) or SENDING (expired: looked up by its
-ReferenceId). A move from SENDING undone (SUBMITTED, FAILED, UNCERTAIN) leaves the row SENDING:
-once its lease expires it is looked up by its ReferenceId. A look-up's or a tracking round's
-moves undone (RESOLVED, due, scheduled, DELIVERED, FAILED, NEEDS_REVIEW) are made again by the
-next look-up or round; a recovery undone is made again by the next. A cancel stays synced: one
-undone would leave a row the caller cancelled pending, to be sent.
+Durability: the move to SENDING (of several rows at once) and the mark that a row's send starts
+commit as the server is set to (``synchronous_commit``, on by default: the WAL flushed to disk
+before the send's first byte), and that flush carries every earlier commit of the server with
+it; the mark records the answer of the send before in the same statement. Adds, resends, a
+cancel, the shared limits and values commit so too. The other moves commit with
+``synchronous_commit`` off, set for their own transaction in their own statement (a server
+crash may undo the last of them, never a corruption): undoing any of them never sends a fax
+twice, because a send needs its row's start mark, whose flush would have kept them. A claim or
+a heartbeat undone is a lease shorter than its worker thinks: its moves check the lease and are
+refused. A release undone leaves the row CLAIMED or SENDING without a start mark (both back to
+PENDING once expired) or SENDING started (expired: looked up by its ReferenceId). A move from
+SENDING undone (SUBMITTED, FAILED, UNCERTAIN) leaves the row SENDING: once its lease expires it
+is looked up by its ReferenceId. A look-up's or a tracking round's moves undone (RESOLVED, due,
+scheduled, DELIVERED, FAILED, NEEDS_REVIEW) are made again by the next look-up or round; a
+recovery undone is made again by the next. A cancel stays synced: one undone would leave a row
+the caller cancelled pending, to be sent.
 
 A connection the server dropped (a restart) is replaced before the next call; a move whose
 connection broke while it was in flight raises :class:`~faxws.journal.JournalError` saying
@@ -57,6 +59,7 @@ from faxws.journal._store import (
     LeaseLostError,
     Row,
     State,
+    Submission,
     UnknownKeyError,
     added_by_key,
     check_added,
@@ -67,7 +70,7 @@ from faxws.journal._store import (
 
 __all__ = ["SCHEMA_VERSION", "PostgresJournal"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The key of the advisory lock that makes concurrent first opens create the tables once.
 _SETUP_LOCK = 0x6661_7877_735F_6A31  # "faxws_j1"
 _VERSION_NAME = "faxws.schema_version"
@@ -146,6 +149,10 @@ _SCHEMA = (
         expires_at timestamptz,
         PRIMARY KEY (account, slot)
     )""",
+    # version 2: when a SENDING row's send started (NULL: not yet); a row SENDING before counts
+    # as started
+    "ALTER TABLE {faxes} ADD COLUMN IF NOT EXISTS started_at timestamptz",
+    "UPDATE {faxes} SET started_at = updated_at WHERE state = 'sending' AND started_at IS NULL",
 )
 _QUERIES = {
     "get": "SELECT {columns} FROM {faxes} WHERE key = %s",
@@ -189,14 +196,39 @@ _QUERIES = {
         " FROM (SELECT key, count(*) AS times FROM unnest(%s::text[]) AS key GROUP BY key) n"
         " WHERE f.key = n.key AND f.state IN ('submitted', 'uncertain') RETURNING {lazy}"
     ),
+    # a row claimed, or SENDING but never started (its start mark is synced: none was lost),
+    # goes back to pending; a started one is looked up (each SET reads the row as it was)
     "recover": (
-        "UPDATE {faxes} SET state = CASE state WHEN 'claimed' THEN 'pending' ELSE 'uncertain' END,"
-        " reason = CASE state WHEN 'claimed' THEN NULL ELSE %(reason)s END,"
-        " next_check_at = CASE state WHEN 'claimed' THEN next_check_at ELSE %(now)s END,"
-        " checks = CASE state WHEN 'claimed' THEN checks ELSE 0 END,"
+        "UPDATE {faxes} SET"
+        " state = CASE WHEN {unsent} THEN 'pending' ELSE 'uncertain' END,"
+        " reason = CASE WHEN {unsent} THEN NULL ELSE %(reason)s END,"
+        " next_check_at = CASE WHEN {unsent} THEN NULL ELSE %(now)s END,"
+        " checks = CASE WHEN {unsent} THEN checks ELSE 0 END,"
         " lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)s"
         " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= %(now)s"
         " RETURNING {columns}, {lazy}"
+    ),
+    "sending_many": (
+        "UPDATE {faxes} SET state = 'sending', started_at = NULL,"
+        " lease_expires_at = coalesce(%(expires)s::timestamptz, lease_expires_at),"
+        " updated_at = %(now)s"
+        " WHERE key = ANY(%(keys)s::text[]) AND state = 'claimed' AND lease_owner = %(owner)s"
+        " AND lease_expires_at > %(now)s RETURNING {columns}"
+    ),
+    # the send before's answer (when there is one) and this row's start mark, in one
+    # statement; the mark only once the answer is recorded
+    "start": (
+        "WITH done AS (UPDATE {faxes} SET state = 'submitted', job_ids = %(jobs)s::text[],"
+        " next_check_at = %(check_at)s::timestamptz, checks = 0, lease_owner = NULL,"
+        " lease_expires_at = NULL, updated_at = %(now)s WHERE key = %(done)s AND state = 'sending'"
+        " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s RETURNING key, job_ids),"
+        " recorded AS (INSERT INTO {jobs} (job_id, key) SELECT DISTINCT unnest(done.job_ids),"
+        " done.key FROM done ON CONFLICT (job_id) DO NOTHING),"
+        " started AS (UPDATE {faxes} SET started_at = %(now)s, updated_at = %(now)s"
+        " WHERE key = %(key)s AND state = 'sending' AND started_at IS NULL"
+        " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
+        " AND (%(done)s::text IS NULL OR EXISTS (SELECT FROM done)) RETURNING key)"
+        " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM started)"
     ),
     "next_call": (
         "INSERT INTO {limits} AS l (account, last_call_at) VALUES (%(account)s, %(now)s)"
@@ -371,7 +403,13 @@ class PostgresJournal:
 
     def _sql(self, template: str) -> str:
         f_columns = ", ".join(f"f.{name}" for name in _FIELDS)
-        return template.format(columns=_COLUMNS, f_columns=f_columns, lazy=_LAZY, **self._names)
+        return template.format(
+            columns=_COLUMNS,
+            f_columns=f_columns,
+            lazy=_LAZY,
+            unsent="(state = 'claimed' OR started_at IS NULL)",
+            **self._names,
+        )
 
     # -- the connection -----------------------------------------------------------------------
 
@@ -771,7 +809,72 @@ class PostgresJournal:
         return self._move(key, State.PENDING, (State.CLAIMED, State.SENDING), owner, reason=reason)
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
-        return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds, durable=True)
+        return self._move(
+            key,
+            State.SENDING,
+            (State.CLAIMED,),
+            owner,
+            lease_seconds,
+            durable=True,
+            started_at=self._now(),
+        )
+
+    def mark_sending_many(
+        self, keys: Sequence[str], owner: str, lease_seconds: float | None = None
+    ) -> list[Row]:
+        now = self._now()
+        expires = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
+        params = {"keys": list(keys), "owner": owner, "now": now, "expires": expires}
+        return self._run(
+            lambda cursor: _by_seq(cursor.execute(self._q["sending_many"], params).fetchall()),
+            f"the move of rows of {owner!r} to sending",
+        )
+
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
+        now = self._now()
+        params: dict[str, Any] = {"key": key, "owner": owner, "now": now, "done": None}
+        if submitted is not None:
+            check_at = submitted.check_at
+            params.update(
+                done=submitted.key,
+                jobs=[str(job_id) for job_id in submitted.job_ids],
+                check_at=now if check_at is None else _aware(check_at, "check_at"),
+            )
+        else:
+            params.update(jobs=[], check_at=None)
+
+        def work(cursor: Cursor) -> None:
+            found = cursor.execute(self._q["start"], params).fetchone()
+            done, started = found if found is not None else (0, 0)
+            if submitted is not None and done != 1:
+                raise self._refusal(cursor, submitted.key, State.SUBMITTED, owner, now)
+            if started != 1:
+                raise self._refusal(cursor, key, State.SENDING, owner, now, start=True)
+
+        self._run(work, f"the start of row {key!r}'s send")
+
+    def _refusal(
+        self,
+        cursor: Cursor,
+        key: str,
+        target: State,
+        owner: str,
+        now: datetime,
+        *,
+        start: bool = False,
+    ) -> JournalError:
+        """Why a move of ``key`` from SENDING (or its start mark) that changed no row was
+        refused."""
+        row = self._get(cursor, key)
+        if row is None:
+            return UnknownKeyError(key)
+        if row.state is not State.SENDING:
+            return IllegalTransitionError(key, row.state, target)
+        if row.lease_owner != owner or row.lease_expires_at is None or row.lease_expires_at <= now:
+            return LeaseLostError(key, owner)
+        if start:  # started already
+            return IllegalTransitionError(key, State.SENDING, State.SENDING)
+        return self._error(f"row {key!r} changed during the move to {target.value}")
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None

@@ -42,7 +42,7 @@ from faxws.errors import (
     TransportError,
 )
 from faxws.jobs import Notify
-from faxws.journal._payload import FaxSpec, check_key
+from faxws.journal._payload import FaxSpec, check_key, payload_digest
 from faxws.journal._store import (
     IllegalTransitionError,
     JournalError,
@@ -50,6 +50,8 @@ from faxws.journal._store import (
     LeaseLostError,
     Row,
     State,
+    Submission,
+    UnknownKeyError,
     added_by_key,
     check_added,
     resend_number,
@@ -78,6 +80,11 @@ FIRST_BACKOFF = 1.0
 #: Longest an idle worker waits before looking for work again (another process's rows).
 MAX_IDLE = 2.0
 MIN_IDLE = 0.05
+#: A worker claims as many rows as it sends in about CLAIM_SECONDS (one at first, at most
+#: MAX_CLAIM) and moves them to SENDING in one synced commit: the sends of a fast service share
+#: it, while a slow service's rows are left to the other workers.
+CLAIM_SECONDS = 0.02
+MAX_CLAIM = 32
 #: Seconds between tries for a send slot while all are held.
 SLOT_POLL = 0.05
 #: Seconds between look-ups of due rows while there is still something to send.
@@ -331,9 +338,10 @@ class Batch:
                 check_key(key)
                 if not isinstance(spec, FaxSpec):
                     raise BadInputError("spec", f"must be a FaxSpec, not {type(spec).__name__}")
-                digest = spec.digest()
+                payload = spec.payload()
+                digest = payload_digest(payload, spec.files)
                 check_added(key, digest, None)  # as the store would, named here or not
-                yield key, digest, spec.payload()
+                yield key, digest, payload
             except BadInputError as exc:
                 if not named:
                     raise
@@ -666,6 +674,10 @@ class _Worker:
         self.store = run.store
         self.backoff = 0.0
         self.released = False
+        #: Seconds a send takes here (a moving average; None before the first).
+        self.per_send: float | None = None
+        #: The last send's answer, not yet recorded: (row, result, first look-up).
+        self.answered: tuple[Row, SendFaxResult, datetime] | None = None
 
     def work(self) -> None:
         run = self.run
@@ -683,7 +695,7 @@ class _Worker:
                 did = run.look_up_and_track()
             if run.halted:
                 return
-            sent = self.send_one()
+            sent = self.send_some()
             if sent or did:
                 run.moved()
                 if self.released:  # nothing reached the service: wait before the next try
@@ -695,32 +707,84 @@ class _Worker:
             else:
                 run.idle()
 
-    def send_one(self) -> bool:
-        """Claim one row and send it; False when none was pending."""
-        if self.run.halted:
+    def claim_size(self) -> int:
+        """How many rows to claim: as many as this worker sends in about CLAIM_SECONDS."""
+        per_send = self.per_send
+        if per_send is None:
+            return 1
+        return max(1, min(MAX_CLAIM, int(CLAIM_SECONDS / max(per_send, 1e-6))))
+
+    def send_some(self) -> bool:
+        """Claim rows and send them; False when none was pending."""
+        run = self.run
+        if run.halted:
             return False
-        rows = self.store.claim(self.run.owner, self.batch.lease_seconds, 1)
+        rows = self.store.claim(run.owner, self.batch.lease_seconds, self.claim_size())
         if not rows:
             return False
-        row = rows[0]
-        self.run.hold(row.key)
+        for row in rows:
+            run.hold(row.key)
         try:
-            self.send(row)
+            self.send(rows)
         finally:
-            self.run.drop(row.key)
+            for row in rows:
+                run.drop(row.key)
         return True
 
-    def send(self, row: Row) -> None:
-        try:
-            spec = FaxSpec.from_payload(row.payload)
-            files = self.documents(spec, row.payload_sha256)
-        except BadInputError as exc:
-            self.review(row, f"not sent: {exc}")
-            return
-        if files is None:
-            self.review(row, self.changed_text(spec))
-            return
+    def send(self, rows: list[Row]) -> None:
+        """Check the rows' documents, move those that may go to SENDING in one synced commit,
+        then send them one by one, each marked started first; rows not started when the run
+        halts go back to PENDING."""
         run, batch = self.run, self.batch
+        ready: dict[str, tuple[FaxSpec, list[FaxFile]]] = {}
+        for row in rows:
+            try:
+                spec = FaxSpec.from_payload(row.payload)
+                files = self.documents(spec, row)
+            except BadInputError as exc:
+                self.review(row, f"not sent: {exc}")
+                continue
+            if files is None:
+                self.review(row, self.changed_text(spec))
+                continue
+            ready[row.key] = (spec, files)
+        if not ready:
+            return
+        # rows left out lost their claim meanwhile: another worker has them
+        queue = self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds)
+        left = len(queue)
+        try:
+            for row in queue:
+                if run.halted or self.released:
+                    break
+                began = time.perf_counter()
+                if not self.send_row(row, *ready[row.key]):
+                    break
+                left -= 1
+                run.moved()
+                took = time.perf_counter() - began
+                self.per_send = took if self.per_send is None else 0.8 * self.per_send + 0.2 * took
+        except BaseException:
+            # the store's failure (or the service's refusal) is what the caller sees; rows
+            # this cannot release are returned by the next recovery, never started
+            with contextlib.suppress(JournalError):
+                self.finish_claim(queue[len(queue) - left :])
+            raise
+        self.finish_claim(queue[len(queue) - left :])
+
+    def finish_claim(self, unstarted: list[Row]) -> None:
+        """Record the last answer, and release the rows never started: nothing was sent."""
+        self.flush()
+        for row in unstarted:
+            self.release(row, None)
+
+    def send_row(self, row: Row, spec: FaxSpec, files: list[FaxFile]) -> bool:
+        """Send one row of this worker's SENDING rows, once it has the account's slots; False
+        (the row not started) when the run halted meanwhile."""
+        run, batch = self.run, self.batch
+        limited = batch.max_concurrent is not None or batch.rate is not None
+        if limited:
+            self.flush()  # a wait for a slot must not hold back the answer before
         slot = False
         try:
             if batch.max_concurrent is not None:
@@ -728,27 +792,48 @@ class _Worker:
                     batch.account, row.key, batch.max_concurrent, batch.lease_seconds
                 ):
                     if run.halted:
-                        self.release(row, None)
-                        return
+                        return False
                     run.pause(SLOT_POLL)
                 slot = True
                 run.hold(row.key, slot=True)
             if not run.call_slot():
-                self.release(row, None)
-                return
-            try:
-                self.store.mark_sending(row.key, run.owner, batch.lease_seconds)
-            except (LeaseLostError, IllegalTransitionError):
-                return  # the claim expired and another worker has the row
-            self.attempt(row, spec, files)
+                return False
+            if self.start(row):
+                self.attempt(row, spec, files)
+            return True
         finally:
             if slot:
                 self.store.release_send_slot(batch.account, row.key)
 
+    def start(self, row: Row) -> bool:
+        """Mark ``row`` started, recording the answer of the send before in the same commit;
+        False when the row is no longer this worker's."""
+        answered, self.answered = self.answered, None
+        submission = None
+        if answered is not None:
+            done, result, check_at = answered
+            submission = Submission(done.key, tuple(result.job_ids), check_at)
+        try:
+            self.store.start_send(row.key, self.run.owner, submission)
+        except (LeaseLostError, IllegalTransitionError, UnknownKeyError) as exc:
+            if answered is None or exc.key != answered[0].key:
+                return False  # the lease ran out and another worker has the row
+            self.submitted(*answered)  # that answer's move refused: settled on its own
+            return self.start(row)
+        if answered is not None:
+            self.run.wake_at(answered[2])
+        return True
+
+    def flush(self) -> None:
+        """Record the answer not yet recorded, if any."""
+        answered, self.answered = self.answered, None
+        if answered is not None:
+            self.submitted(*answered)
+
     @staticmethod
-    def documents(spec: FaxSpec, digest: str) -> list[FaxFile] | None:
+    def documents(spec: FaxSpec, row: Row) -> list[FaxFile] | None:
         """The documents to send, or None when they are not what the row was added with."""
-        if spec.digest() != digest:
+        if payload_digest(row.payload, spec.files) != row.payload_sha256:
             return None
         return spec.fax_files()
 
@@ -782,7 +867,9 @@ class _Worker:
                 return
             self.backoff = 0.0
             self.run.unreachable_since = None
-            self.submitted(row, result)
+            # recorded with the next row's start mark, or on its own (flush)
+            check_at = _aligned(self.run.now(), max(float(result.ttfp), 1.0))
+            self.answered = (row, result, check_at)
             _outcome_on(span, "submitted", None)
 
     def failed(self, row: Row, exc: FaxWSError) -> str:
@@ -822,9 +909,8 @@ class _Worker:
         notify = self.batch.notify
         return redact(str(exc), [notify.password] if notify is not None else [])
 
-    def submitted(self, row: Row, result: SendFaxResult) -> None:
+    def submitted(self, row: Row, result: SendFaxResult, check_at: datetime) -> None:
         run = self.run
-        check_at = _aligned(run.now(), max(float(result.ttfp), 1.0))
         try:
             self.store.mark_submitted(row.key, run.owner, result.job_ids, check_at)
         except (LeaseLostError, IllegalTransitionError):

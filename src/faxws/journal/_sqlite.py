@@ -3,11 +3,19 @@ every write in a ``BEGIN IMMEDIATE`` transaction whose ``UPDATE`` names the stat
 it moves from, so a move is a compare-and-set.
 
 Durability: the move to SENDING commits with ``synchronous=FULL`` (the WAL synced to disk before
-the send's first byte), and that sync carries every earlier commit of the file with it. The
-other moves commit with ``synchronous=NORMAL`` (safe against a killed process; a power loss may
-undo the last of them): undoing any of them never sends a fax twice (a claim undone was never
-used; a row added is added again; a submitted row undone is SENDING, looked up by its
-ReferenceId), and it spares an fsync per move, the journal's largest cost per fax."""
+the send's first byte), and that sync carries every earlier commit of the file with it; a
+worker moves several rows in that one commit. The other moves commit with
+``synchronous=NORMAL``: safe against a killed process (the commit is in the operating
+system's hands), undone only by a crash of the machine, and undoing any of them never sends a
+fax twice (a claim undone was never used; a row added is added again; a submitted row undone is
+SENDING, looked up by its ReferenceId). That spares an fsync per move, the journal's largest
+cost per fax.
+
+The mark that a SENDING row's send starts (:meth:`SqliteJournal.start_send`) commits so too,
+and the row keeps the machine's boot id from its move to SENDING: a row found not started
+after its worker died goes back to PENDING only while the machine has the same boot id (no
+crash of the machine since, so no start mark was undone); after a reboot it is UNCERTAIN, as
+a started row is. Where there is no boot id to read (not Linux), start marks are synced."""
 
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from faxws.journal._store import (
     LeaseLostError,
     Row,
     State,
+    Submission,
     UnknownKeyError,
     added_by_key,
     check_added,
@@ -41,7 +50,7 @@ from faxws.journal._store import (
     resend_key,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _COLUMNS = (
     "key, payload_sha256, reference_id, state, attempt, job_ids, lease_owner,"
     " lease_expires_at, reason, created_at, updated_at, payload, resend_of, next_check_at,"
@@ -115,7 +124,35 @@ def _to_v1(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-_MIGRATIONS = {0: _to_v1, 1: _to_v2}
+#: ``started_at``: when a SENDING row's send started (NULL: not yet); ``sending_epoch``: the
+#: boot id its start mark commits under (or ``synced``). A row SENDING before counts as started.
+_V2_TO_V3 = (
+    "ALTER TABLE faxes ADD COLUMN started_at REAL",
+    "ALTER TABLE faxes ADD COLUMN sending_epoch TEXT",
+    "UPDATE faxes SET started_at = updated_at WHERE state = 'sending'",
+)
+
+
+def _to_v3(db: sqlite3.Connection) -> None:
+    for statement in _V2_TO_V3:
+        db.execute(statement)
+
+
+_MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3}
+#: A row's ``sending_epoch`` when its start mark is synced, not tied to a boot.
+_SYNCED = "synced"
+
+
+def _boot_id() -> str | None:
+    """This machine's boot id (new at every boot: Linux's), or None where there is none."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            found = fh.read().strip()
+    except OSError:
+        return None
+    return found or None
+
+
 _TRACKED = (State.SUBMITTED, State.UNCERTAIN)
 _INSERT = (
     "INSERT INTO faxes (key, payload_sha256, reference_id, state, attempt, job_ids, created_at,"  # noqa: S608
@@ -128,6 +165,12 @@ _CLAIMABLE = (
     f"SELECT * FROM ({_SELECT} WHERE state = 'pending' ORDER BY seq LIMIT ?1)"  # noqa: S608
     f" UNION ALL SELECT * FROM ({_SELECT} WHERE state = 'claimed'"
     " AND lease_expires_at <= ?2 ORDER BY seq LIMIT ?1) ORDER BY seq LIMIT ?1"
+)
+#: The claim itself: ?1 the limit, ?2 now, ?3 the owner, ?4 the lease's expiry.
+_CLAIM = (
+    "UPDATE faxes SET state = 'claimed', attempt = attempt + 1, lease_owner = ?3,"  # noqa: S608
+    f" lease_expires_at = ?4, updated_at = ?2 WHERE key IN (SELECT key FROM ({_CLAIMABLE}))"
+    f" RETURNING {_COLUMNS}"
 )
 _INSERT_JOB = "INSERT INTO jobs (job_id, key) VALUES (?, ?) ON CONFLICT (job_id) DO NOTHING"
 
@@ -191,6 +234,8 @@ class SqliteJournal:
         self._clock = clock
         self._path = os.fspath(path)
         self._lock = threading.RLock()
+        #: The boot id start marks commit lazily under; None: they are synced.
+        self._epoch = _boot_id()
         with self._failures():
             self._db = sqlite3.connect(
                 self._path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -330,13 +375,19 @@ class SqliteJournal:
         # still running would keep the transaction from committing)
         found = self._db.execute(f"{query} RETURNING {_COLUMNS}", params).fetchall()
         if not found:
-            row = self._select(key)
-            if row is None:
-                raise UnknownKeyError(key)
-            if row.state not in allowed:
-                raise IllegalTransitionError(key, row.state, target or row.state)
-            raise LeaseLostError(key, owner or "")
+            raise self._refusal(key, target, allowed, owner)
         return _row(found[0])
+
+    def _refusal(
+        self, key: str, target: State | None, allowed: Collection[State], owner: str | None
+    ) -> JournalError:
+        """Why a move of ``key`` that changed no row was refused."""
+        row = self._select(key)
+        if row is None:
+            return UnknownKeyError(key)
+        if row.state not in allowed:
+            return IllegalTransitionError(key, row.state, target or row.state)
+        return LeaseLostError(key, owner or "")
 
     # -- rows added ---------------------------------------------------------------------------
 
@@ -454,27 +505,8 @@ class SqliteJournal:
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
         with self._write() as db:
             now = self._now()
-            found = db.execute(_CLAIMABLE, (_limit(limit), now)).fetchall()
-            expires = now + lease_seconds
-            db.executemany(
-                "UPDATE faxes SET state = 'claimed', attempt = attempt + 1, lease_owner = ?,"
-                " lease_expires_at = ?, updated_at = ? WHERE key = ?",
-                [(owner, expires, now, values[0]) for values in found],
-            )
-            claimed = []
-            for values in found:
-                row = _row(values)
-                claimed.append(
-                    dataclasses.replace(
-                        row,
-                        state=State.CLAIMED,
-                        attempt=row.attempt + 1,
-                        lease_owner=owner,
-                        lease_expires_at=_time(expires),
-                        updated_at=datetime.fromtimestamp(now, timezone.utc),
-                    )
-                )
-            return claimed
+            found = db.execute(_CLAIM, (_limit(limit), now, owner, now + lease_seconds)).fetchall()
+        return sorted((_row(values) for values in found), key=lambda row: row.seq)
 
     def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
         return self._move(key, None, (State.CLAIMED, State.SENDING), owner, lease_seconds)
@@ -482,14 +514,91 @@ class SqliteJournal:
     def release(self, key: str, owner: str, reason: str | None = None) -> Row:
         return self._move(key, State.PENDING, (State.CLAIMED, State.SENDING), owner, reason=reason)
 
-    def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
-        # The one commit a send waits for on disk (see the module's docstring).
+    @contextmanager
+    def _synced(self, synced: bool = True) -> Iterator[None]:
+        """Commits within synced to disk (``synchronous=FULL``), when ``synced``."""
         with self._lock:
+            if not synced:
+                yield
+                return
             self._db.execute("PRAGMA synchronous = FULL")
             try:
-                return self._move(key, State.SENDING, (State.CLAIMED,), owner, lease_seconds)
+                yield
             finally:
                 self._db.execute("PRAGMA synchronous = NORMAL")
+
+    def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
+        # The one commit a send waits for on disk (see the module's docstring).
+        with self._synced(), self._write():
+            now = self._now()
+            return self._moved(
+                key, State.SENDING, (State.CLAIMED,), owner, lease_seconds, now, started_at=now
+            )
+
+    def mark_sending_many(
+        self, keys: Sequence[str], owner: str, lease_seconds: float | None = None
+    ) -> list[Row]:
+        wanted = list(dict.fromkeys(keys))
+        found: list[Any] = []
+        # One commit synced to disk for them all (see the module's docstring).
+        with self._synced(), self._write() as db:
+            now = self._now()
+            sets = "state = 'sending', started_at = NULL, sending_epoch = ?, updated_at = ?"
+            values: list[object] = [self._epoch or _SYNCED, now]
+            if lease_seconds is not None:
+                sets += ", lease_expires_at = ?"
+                values.append(now + lease_seconds)
+            for at in range(0, len(wanted), 500):
+                some = wanted[at : at + 500]
+                found += db.execute(
+                    f"UPDATE faxes SET {sets} WHERE key IN ({_marks(len(some))})"  # noqa: S608
+                    " AND state = 'claimed' AND lease_owner = ? AND lease_expires_at > ?"
+                    f" RETURNING {_COLUMNS}",
+                    [*values, *some, owner, now],
+                ).fetchall()
+        return sorted((_row(values) for values in found), key=lambda row: row.seq)
+
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
+        refused: JournalError | None = None
+        # Lazy when the row keeps a boot id (see the module's docstring).
+        with self._synced(self._epoch is None), self._write() as db:
+            now = self._now()
+            if submitted is not None:
+                self._record_submitted(db, submitted, owner, now)
+            started = db.execute(
+                "UPDATE faxes SET started_at = ?, updated_at = ? WHERE key = ?"
+                " AND state = 'sending' AND started_at IS NULL"
+                " AND lease_owner = ? AND lease_expires_at > ?",
+                (now, now, key, owner, now),
+            ).rowcount
+            if started != 1:
+                refused = self._refusal(key, State.SENDING, (State.SENDING,), owner)
+                if isinstance(refused, LeaseLostError) and self._started(key):
+                    refused = IllegalTransitionError(key, State.SENDING, State.SENDING)
+        if refused is not None:
+            raise refused
+
+    def _started(self, key: str) -> bool:
+        found = self._db.execute("SELECT started_at FROM faxes WHERE key = ?", (key,)).fetchone()
+        return found is not None and found[0] is not None
+
+    def _record_submitted(
+        self, db: sqlite3.Connection, submitted: Submission, owner: str, now: float
+    ) -> None:
+        """:meth:`mark_submitted` of ``submitted`` in the caller's transaction, without
+        reading the row back."""
+        ids = [str(job_id) for job_id in submitted.job_ids]
+        check_at = submitted.check_at
+        when = now if check_at is None else _stamp(check_at, "check_at")
+        moved = db.execute(
+            "UPDATE faxes SET state = 'submitted', job_ids = ?, next_check_at = ?, checks = 0,"
+            " lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE key = ?"
+            " AND state = 'sending' AND lease_owner = ? AND lease_expires_at > ?",
+            (json.dumps(ids), when, now, submitted.key, owner, now),
+        ).rowcount
+        if moved != 1:
+            raise self._refusal(submitted.key, State.SUBMITTED, (State.SENDING,), owner)
+        db.executemany(_INSERT_JOB, [(job_id, submitted.key) for job_id in ids])
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
@@ -589,12 +698,14 @@ class SqliteJournal:
         with self._write() as db:
             now = self._now()
             found = db.execute(
-                "SELECT key, state FROM faxes WHERE state IN ('claimed', 'sending')"
-                " AND lease_expires_at <= ? ORDER BY seq",
+                "SELECT key, state, started_at, sending_epoch FROM faxes"
+                " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= ? ORDER BY seq",
                 (now,),
             ).fetchall()
-            for key, state in found:
-                if state == State.CLAIMED.value:
+            # a row never started whose start mark could not have been undone: nothing sent
+            unsent = {_SYNCED} if self._epoch is None else {_SYNCED, self._epoch}
+            for key, state, started_at, epoch in found:
+                if state == State.CLAIMED.value or (started_at is None and epoch in unsent):
                     db.execute(
                         "UPDATE faxes SET state = 'pending', reason = NULL, lease_owner = NULL,"
                         " lease_expires_at = NULL, updated_at = ? WHERE key = ?",
@@ -607,7 +718,7 @@ class SqliteJournal:
                         " WHERE key = ?",
                         ("the lease expired while sending", now, now, key),
                     )
-            return [self._selected(key) for key, _ in found]
+            return [self._selected(key) for key, *_ in found]
 
     # -- limits shared by every worker --------------------------------------------------------
 

@@ -167,6 +167,16 @@ class Row:
     seq: int = 0
 
 
+@dataclass(frozen=True)
+class Submission:
+    """A send's answer, to record: row ``key`` SUBMITTED with ``job_ids``, first looked up at
+    ``check_at`` (None: now); see :meth:`JournalStore.start_send`."""
+
+    key: str
+    job_ids: tuple[str, ...]
+    check_at: datetime | None = None
+
+
 class JournalError(FaxWSError):
     """Base class of the journal's errors."""
 
@@ -262,7 +272,29 @@ class JournalStore(Protocol):
         ...
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
-        """CLAIMED -> SENDING, durably, before the first byte of the send is written."""
+        """CLAIMED -> SENDING, durably, before the first byte of the send is written; the row
+        counts as started (see :meth:`start_send`)."""
+        ...
+
+    def mark_sending_many(
+        self, keys: Sequence[str], owner: str, lease_seconds: float | None = None
+    ) -> list[Row]:
+        """CLAIMED -> SENDING for the rows ``keys`` leased to ``owner``, in one durable commit,
+        none of them started: each is sent only after :meth:`start_send` marked it. The rows
+        moved, by ``seq``; a row not moved (its lease lost, another state, unknown) is left
+        out. A row not started when its lease expires goes back to PENDING (see
+        :meth:`recover`)."""
+        ...
+
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
+        """Mark SENDING row ``key`` (``owner``'s unexpired lease, not started yet) started: the
+        first byte of its send may be written once this returns. The mark commits so that no
+        crash can undo it unseen: synced, or (SQLite) lazily with the machine's boot id in the
+        row, a crash of the machine being what could undo it. ``submitted``, the answer of the
+        send before, is recorded in the same transaction first, as :meth:`mark_submitted`
+        records it; if that move is refused its error is raised and nothing is written. If the
+        mark is refused (LeaseLostError, IllegalTransitionError naming ``key``), ``submitted``
+        stays recorded."""
         ...
 
     def mark_submitted(
@@ -311,9 +343,10 @@ class JournalStore(Protocol):
         ...
 
     def recover(self) -> list[Row]:
-        """Return expired claims to PENDING (nothing was sent) and make SENDING rows whose
-        lease expired UNCERTAIN (their worker died mid-send: looked up at once); the moved
-        rows."""
+        """Return expired claims to PENDING (nothing was sent), and SENDING rows whose lease
+        expired: those never started back to PENDING too (nothing was sent: their start
+        marks could not have been lost), the others UNCERTAIN (their worker died mid-send:
+        looked up at once); the moved rows."""
         ...
 
     def counts_by_state(self) -> dict[State, int]: ...
