@@ -24,7 +24,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from typing import Any
@@ -103,8 +103,7 @@ _V2_INDEXES = (
 
 
 def _to_v2(db: sqlite3.Connection) -> None:
-    for statement in _V1_TO_V2:
-        db.execute(statement)
+    _running(_V1_TO_V2)(db)
     # the first version ordered rows by (created_at, key): seq keeps that order
     found = db.execute("SELECT key, job_ids FROM faxes ORDER BY created_at, key").fetchall()
     db.executemany(
@@ -119,11 +118,6 @@ def _to_v2(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-def _to_v1(db: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V1:
-        db.execute(statement)
-
-
 #: ``started_at``: when a SENDING row's send started (NULL: not yet); ``sending_epoch``: the
 #: boot id its start mark commits under (or ``synced``). A row SENDING before counts as started.
 _V2_TO_V3 = (
@@ -133,12 +127,17 @@ _V2_TO_V3 = (
 )
 
 
-def _to_v3(db: sqlite3.Connection) -> None:
-    for statement in _V2_TO_V3:
-        db.execute(statement)
+def _running(statements: Sequence[str]) -> Callable[[sqlite3.Connection], None]:
+    """A migration made of ``statements`` alone."""
+
+    def migrate(db: sqlite3.Connection) -> None:
+        for statement in statements:
+            db.execute(statement)
+
+    return migrate
 
 
-_MIGRATIONS = {0: _to_v1, 1: _to_v2, 2: _to_v3}
+_MIGRATIONS = {0: _running(_SCHEMA_V1), 1: _to_v2, 2: _running(_V2_TO_V3)}
 #: A row's ``sending_epoch`` when its start mark is synced, not tied to a boot.
 _SYNCED = "synced"
 
