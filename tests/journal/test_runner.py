@@ -40,7 +40,16 @@ from runner_support import (
 
 from faxws import FaxClient, FaxWSError, Notify
 from faxws.errors import AuthenticationError, ConnectError, HTTPStatusError
-from faxws.journal import Batch, FaxSpec, FileSpec, JournalStore, ResendPolicy, State, Stop
+from faxws.journal import (
+    Batch,
+    FaxSpec,
+    FileSpec,
+    JournalError,
+    JournalStore,
+    ResendPolicy,
+    State,
+    Stop,
+)
 from faxws.journal._runner import LOOKUPS, _Tracker
 from faxws.status import RealTimeFaxStatus
 from faxws.testing import Account, Fault, FaxWSSimulator
@@ -998,3 +1007,59 @@ def test_a_refused_send_is_failed_with_the_services_text_secrets_masked(
     assert pin not in shown
     assert password not in shown
     assert "PWMARK" not in shown
+
+
+@pytest.mark.parametrize("failing", ["mark_submitted", "start_send", "mark_uncertain"])
+def test_a_store_failure_recording_a_sends_outcome_never_sends_it_again(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path, failing: str
+) -> None:
+    """The send reached the service; recording what it proved fails (the disk, the server):
+    the run ends with the store's error, and the row stays SENDING, never sent again."""
+
+    class FailingOnce:
+        def __init__(self, inner: JournalStore) -> None:
+            self.inner = inner
+            self.failed = False
+
+        def __getattr__(self, name: str) -> Any:
+            found = getattr(self.inner, name)
+            if name != failing:
+                return found
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                # start_send fails only when it records an answer (the send before it went out)
+                recording = name != "start_send" or (len(args) > 2 and args[2] is not None)
+                if not self.failed and recording:
+                    self.failed = True
+                    raise JournalError("the journal's disk is full")
+                return found(*args, **kwargs)
+
+            return call
+
+    class AnswerLost:
+        """A client whose sends reach the service and then raise (an unexpected failure)."""
+
+        def __init__(self, inner: FaxClient) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def send_fax(self, *args: Any, **kwargs: Any) -> Any:
+            self.inner.send_fax(*args, **kwargs)
+            raise RuntimeError("the answer was lost")
+
+    client = client_for(sim)
+    sender: Any = AnswerLost(client) if failing == "mark_uncertain" else client
+    batch = batch_for(FailingOnce(store), sender, fake)  # type: ignore[arg-type]
+    add(batch, pdf, 6)
+    with pytest.raises(JournalError, match="disk is full"):
+        batch.run(workers=1, wait=False)
+    sent = sends_by_reference(sim)
+    assert sent, "nothing was sent before the failure"
+    for row in store.rows(limit=100):
+        if sent[row.reference_id]:
+            assert row.state in (State.SENDING, State.SUBMITTED), row
+    # what another worker may take: none of the rows the service has
+    assert not [row for row in store.claim("another", 60, 100) if sent[row.reference_id]]
+    client.close()

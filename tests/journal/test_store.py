@@ -716,6 +716,30 @@ def test_recover_returns_sends_never_started_and_looks_up_started_ones(
     store.start_send("unsent", "w2")
 
 
+def test_only_rows_never_started_are_released_as_unstarted(
+    store: JournalStore, clock: Clock
+) -> None:
+    reserve(store, ["unsent", "started", "answered"])
+    store.start_send("started", "w1")
+    store.start_send("answered", "w1")
+    store.mark_submitted("answered", "w1", ["J1"])
+    reserve(store, ["theirs"], owner="w2")
+    reach(store, "single", S.SENDING)  # mark_sending: started at once
+    clock.advance(1)
+    store.release_unstarted(["unsent", "started", "answered", "theirs", "single", "nope"], "w1")
+    states = {key: got(store, key).state for key in ("unsent", "started", "answered", "theirs")}
+    assert states == {
+        "unsent": S.PENDING,
+        "started": S.SENDING,
+        "answered": S.SUBMITTED,
+        "theirs": S.SENDING,
+    }
+    assert got(store, "single").state is S.SENDING
+    unsent = got(store, "unsent")
+    assert (unsent.lease_owner, unsent.reason, unsent.updated_at) == (None, None, clock.now)
+    store.release_unstarted([], "w1")
+
+
 def test_a_reserved_row_released_by_its_worker_is_pending(store: JournalStore) -> None:
     reserve(store, ["a"])
     row = store.release("a", "w1")

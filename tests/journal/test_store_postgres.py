@@ -304,6 +304,21 @@ def test_a_newer_schema_version_is_refused(journal: Journal) -> None:
         journal.open()
 
 
+def test_a_send_moved_by_a_process_of_the_version_before_counts_as_started(
+    journal: Journal,
+) -> None:
+    store = journal.open()
+    store.add("k", SHA)
+    store.claim("w1", 60, 1)
+    store.mark_sending_many(["k"], "w1", 60)
+    store.release_unstarted(["k"], "w1")
+    store.claim("w2", 60, 1)
+    # what a process of version 1, opened before the schema moved on, writes
+    journal.run("UPDATE faxws_faxes SET state = 'sending' WHERE key = 'k'")
+    journal.clock.advance(61)
+    assert [(r.key, r.state) for r in store.recover()] == [("k", State.UNCERTAIN)]
+
+
 def test_a_first_version_journal_is_moved_on_and_its_sends_count_as_started(
     journal: Journal,
 ) -> None:

@@ -451,3 +451,16 @@ def test_the_boot_id_is_read_from_the_system() -> None:
         assert found == Path("/proc/sys/kernel/random/boot_id").read_text("ascii").strip()
     else:
         assert found is None
+
+
+def test_a_send_moved_by_a_process_of_the_version_before_counts_as_started(
+    tmp_path: Path, clock: Clock
+) -> None:
+    with SqliteJournal(tmp_path / "j.db", clock=clock) as store:
+        reserved(store, ["k"])
+        store.release_unstarted(["k"], "w1")
+        store.claim("w2", 60, 1)
+        # what a process of the version before, opened before the file moved on, writes
+        store._db.execute("UPDATE faxes SET state = 'sending' WHERE key = 'k'")
+        clock.advance(61)
+        assert [(r.key, r.state) for r in store.recover()] == [("k", S.UNCERTAIN)]

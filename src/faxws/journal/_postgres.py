@@ -149,9 +149,12 @@ _SCHEMA = (
         expires_at timestamptz,
         PRIMARY KEY (account, slot)
     )""",
-    # version 2: when a SENDING row's send started (NULL: not yet); a row SENDING before counts
-    # as started
+    # version 2: when a SENDING row's send started (NULL: not yet), and the attempt that
+    # mark_sending_many moved to SENDING (a row is "not started" only in that attempt: a
+    # process of version 1, still running, moves rows without these columns, and every claim
+    # counts an attempt); a row SENDING before counts as started
     "ALTER TABLE {faxes} ADD COLUMN IF NOT EXISTS started_at timestamptz",
+    "ALTER TABLE {faxes} ADD COLUMN IF NOT EXISTS reserved_attempt integer",
     "UPDATE {faxes} SET started_at = updated_at WHERE state = 'sending' AND started_at IS NULL",
 )
 _QUERIES = {
@@ -208,8 +211,14 @@ _QUERIES = {
         " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= %(now)s"
         " RETURNING {columns}, {lazy}"
     ),
+    "release_unstarted": (
+        "UPDATE {faxes} SET state = 'pending', reason = NULL, lease_owner = NULL,"
+        " lease_expires_at = NULL, updated_at = %(now)s WHERE key = ANY(%(keys)s::text[])"
+        " AND state = 'sending' AND {not_started} AND lease_owner = %(owner)s"
+        " AND lease_expires_at > %(now)s RETURNING {lazy}"
+    ),
     "sending_many": (
-        "UPDATE {faxes} SET state = 'sending', started_at = NULL,"
+        "UPDATE {faxes} SET state = 'sending', started_at = NULL, reserved_attempt = attempt,"
         " lease_expires_at = coalesce(%(expires)s::timestamptz, lease_expires_at),"
         " updated_at = %(now)s"
         " WHERE key = ANY(%(keys)s::text[]) AND state = 'claimed' AND lease_owner = %(owner)s"
@@ -225,7 +234,7 @@ _QUERIES = {
         " recorded AS (INSERT INTO {jobs} (job_id, key) SELECT DISTINCT unnest(done.job_ids),"
         " done.key FROM done ON CONFLICT (job_id) DO NOTHING),"
         " started AS (UPDATE {faxes} SET started_at = %(now)s, updated_at = %(now)s"
-        " WHERE key = %(key)s AND state = 'sending' AND started_at IS NULL"
+        " WHERE key = %(key)s AND state = 'sending' AND {not_started}"
         " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
         " AND (%(done)s::text IS NULL OR EXISTS (SELECT FROM done)) RETURNING key)"
         " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM started)"
@@ -407,7 +416,8 @@ class PostgresJournal:
             columns=_COLUMNS,
             f_columns=f_columns,
             lazy=_LAZY,
-            unsent="(state = 'claimed' OR started_at IS NULL)",
+            unsent="(state = 'claimed' OR (started_at IS NULL AND reserved_attempt = attempt))",
+            not_started="started_at IS NULL AND reserved_attempt = attempt",
             **self._names,
         )
 
@@ -828,6 +838,13 @@ class PostgresJournal:
         return self._run(
             lambda cursor: _by_seq(cursor.execute(self._q["sending_many"], params).fetchall()),
             f"the move of rows of {owner!r} to sending",
+        )
+
+    def release_unstarted(self, keys: Sequence[str], owner: str) -> None:
+        params = {"keys": list(keys), "owner": owner, "now": self._now()}
+        self._run(
+            lambda cursor: cursor.execute(self._q["release_unstarted"], params),
+            f"the release of rows of {owner!r} never started",
         )
 
     def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:

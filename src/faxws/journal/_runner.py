@@ -219,6 +219,13 @@ def _aligned(now: datetime, delay: float) -> datetime:
     return datetime.fromtimestamp(math.ceil(at / step) * step, timezone.utc)
 
 
+def _first_look(ttfp: float) -> float:
+    """Seconds from a send's answer to its first status call: its TTFP, within a second and an
+    hour (whatever number the service sent)."""
+    seconds = float(ttfp)
+    return min(max(seconds, 1.0), 3600.0) if math.isfinite(seconds) else 1.0
+
+
 def _interval(checks: int) -> float:
     return min(MIN_INTERVAL * 2.0 ** min(checks, 16), MAX_INTERVAL)
 
@@ -752,6 +759,8 @@ class _Worker:
             return
         # rows left out lost their claim meanwhile: another worker has them
         queue = self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds)
+        # the rows from this one on may not have started (the store releases only those that
+        # did not: a start is the store's fact, not this loop's)
         left = len(queue)
         try:
             for row in queue:
@@ -772,11 +781,12 @@ class _Worker:
             raise
         self.finish_claim(queue[len(queue) - left :])
 
-    def finish_claim(self, unstarted: list[Row]) -> None:
-        """Record the last answer, and release the rows never started: nothing was sent."""
+    def finish_claim(self, rest: list[Row]) -> None:
+        """Record the last answer, and release those of ``rest`` never started: nothing of
+        them was sent."""
         self.flush()
-        for row in unstarted:
-            self.release(row, None)
+        if rest:
+            self.store.release_unstarted([row.key for row in rest], self.run.owner)
 
     def send_row(self, row: Row, spec: FaxSpec, files: list[FaxFile]) -> bool:
         """Send one row of this worker's SENDING rows, once it has the account's slots; False
@@ -820,6 +830,9 @@ class _Worker:
                 return False  # the lease ran out and another worker has the row
             self.submitted(*answered)  # that answer's move refused: settled on its own
             return self.start(row)
+        except BaseException:
+            self.answered = answered  # not recorded (or not known to be): the flush tries
+            raise
         if answered is not None:
             self.run.wake_at(answered[2])
         return True
@@ -868,7 +881,7 @@ class _Worker:
             self.backoff = 0.0
             self.run.unreachable_since = None
             # recorded with the next row's start mark, or on its own (flush)
-            check_at = _aligned(self.run.now(), max(float(result.ttfp), 1.0))
+            check_at = _aligned(self.run.now(), _first_look(result.ttfp))
             self.answered = (row, result, check_at)
             _outcome_on(span, "submitted", None)
 

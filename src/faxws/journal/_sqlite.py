@@ -119,10 +119,14 @@ def _to_v2(db: sqlite3.Connection) -> None:
 
 
 #: ``started_at``: when a SENDING row's send started (NULL: not yet); ``sending_epoch``: the
-#: boot id its start mark commits under (or ``synced``). A row SENDING before counts as started.
+#: boot id its start mark commits under (or ``synced``); ``reserved_attempt``: the attempt
+#: that mark_sending_many moved to SENDING (a row is "not started" only in that attempt: a
+#: process of the version before, still running, moves rows without these columns, and every
+#: claim counts an attempt). A row SENDING before counts as started.
 _V2_TO_V3 = (
     "ALTER TABLE faxes ADD COLUMN started_at REAL",
     "ALTER TABLE faxes ADD COLUMN sending_epoch TEXT",
+    "ALTER TABLE faxes ADD COLUMN reserved_attempt INTEGER",
     "UPDATE faxes SET started_at = updated_at WHERE state = 'sending'",
 )
 
@@ -542,7 +546,10 @@ class SqliteJournal:
         # One commit synced to disk for them all (see the module's docstring).
         with self._synced(), self._write() as db:
             now = self._now()
-            sets = "state = 'sending', started_at = NULL, sending_epoch = ?, updated_at = ?"
+            sets = (
+                "state = 'sending', started_at = NULL, reserved_attempt = attempt,"
+                " sending_epoch = ?, updated_at = ?"
+            )
             values: list[object] = [self._epoch or _SYNCED, now]
             if lease_seconds is not None:
                 sets += ", lease_expires_at = ?"
@@ -566,7 +573,7 @@ class SqliteJournal:
                 self._record_submitted(db, submitted, owner, now)
             started = db.execute(
                 "UPDATE faxes SET started_at = ?, updated_at = ? WHERE key = ?"
-                " AND state = 'sending' AND started_at IS NULL"
+                " AND state = 'sending' AND started_at IS NULL AND reserved_attempt = attempt"
                 " AND lease_owner = ? AND lease_expires_at > ?",
                 (now, now, key, owner, now),
             ).rowcount
@@ -576,6 +583,20 @@ class SqliteJournal:
                     refused = IllegalTransitionError(key, State.SENDING, State.SENDING)
         if refused is not None:
             raise refused
+
+    def release_unstarted(self, keys: Sequence[str], owner: str) -> None:
+        wanted = list(dict.fromkeys(keys))
+        with self._write() as db:
+            now = self._now()
+            for at in range(0, len(wanted), 500):
+                some = wanted[at : at + 500]
+                db.execute(
+                    "UPDATE faxes SET state = 'pending', reason = NULL, lease_owner = NULL,"  # noqa: S608
+                    f" lease_expires_at = NULL, updated_at = ? WHERE key IN ({_marks(len(some))})"
+                    " AND state = 'sending' AND started_at IS NULL AND reserved_attempt = attempt"
+                    " AND lease_owner = ? AND lease_expires_at > ?",
+                    [now, *some, owner, now],
+                )
 
     def _started(self, key: str) -> bool:
         found = self._db.execute("SELECT started_at FROM faxes WHERE key = ?", (key,)).fetchone()
@@ -697,14 +718,15 @@ class SqliteJournal:
         with self._write() as db:
             now = self._now()
             found = db.execute(
-                "SELECT key, state, started_at, sending_epoch FROM faxes"
+                "SELECT key, state, started_at IS NULL AND reserved_attempt = attempt,"
+                " sending_epoch FROM faxes"
                 " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= ? ORDER BY seq",
                 (now,),
             ).fetchall()
             # a row never started whose start mark could not have been undone: nothing sent
             unsent = {_SYNCED} if self._epoch is None else {_SYNCED, self._epoch}
-            for key, state, started_at, epoch in found:
-                if state == State.CLAIMED.value or (started_at is None and epoch in unsent):
+            for key, state, not_started, epoch in found:
+                if state == State.CLAIMED.value or (not_started and epoch in unsent):
                     db.execute(
                         "UPDATE faxes SET state = 'pending', reason = NULL, lease_owner = NULL,"
                         " lease_expires_at = NULL, updated_at = ? WHERE key = ?",

@@ -286,6 +286,12 @@ class JournalStore(Protocol):
         :meth:`recover`)."""
         ...
 
+    def release_unstarted(self, keys: Sequence[str], owner: str) -> None:
+        """SENDING -> PENDING for the rows ``keys`` that :meth:`mark_sending_many` moved for
+        ``owner`` (its unexpired lease) and no :meth:`start_send` marked since: nothing of them
+        was sent. Any other row is left as it is."""
+        ...
+
     def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
         """Mark SENDING row ``key`` (``owner``'s unexpired lease, not started yet) started: the
         first byte of its send may be written once this returns. The mark commits so that no
