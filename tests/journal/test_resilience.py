@@ -482,10 +482,10 @@ def test_a_disk_filling_up_during_the_run_ends_it_and_no_send_goes_unrecorded(
         # Every send the service got was recorded as sending before it went out.
         if sent[row.reference_id]:
             assert row.state in (State.SENDING, State.SUBMITTED, State.DELIVERED), row
-    # The third send started (its row SENDING); the rows after it, moved to SENDING with it
-    # but never started, wait for the next run.
+    # The third send (and any before it whose answer was not yet recorded) stays SENDING;
+    # the rows moved to SENDING with them but never started wait for the next run.
     sending = [row for row in rows.values() if row.state is State.SENDING]
-    assert sum(1 for row in sending if sent[row.reference_id]) == 1
+    assert any(sent[row.reference_id] for row in sending)
     # A rerun (the dead run's lease expired) finds the third send by its reference.
     wait_until(lambda: leases_expired(after), "the lease of the row being sent to expire")
     again = run(Batch(after, client_for(sim.url), lease_seconds=LEASE), 2)

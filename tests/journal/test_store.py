@@ -586,12 +586,12 @@ def test_recover_frees_expired_claims_and_makes_expired_sends_uncertain(
 # -- several rows to SENDING in one commit, each started before its send ------------------------
 
 
-def reserve(store: JournalStore, keys: list[str], owner: str = "w1") -> list[Row]:
+def reserve(store: JournalStore, keys: list[str], owner: str = "w1") -> None:
     """``keys`` added, claimed by ``owner`` and moved to SENDING together, none started."""
     for key in keys:
         store.add(key, SHA, f"payload of {key}")
     assert sorted(r.key for r in store.claim(owner, 60, len(keys))) == sorted(keys)
-    return store.mark_sending_many(keys, owner, 60)
+    assert store.mark_sending_many(keys, owner, 60) == keys
 
 
 def test_claimed_rows_move_to_sending_together_and_others_are_left_out(
@@ -604,9 +604,8 @@ def test_claimed_rows_move_to_sending_together_and_others_are_left_out(
     clock.advance(1)
     store.mark_sending("c", "w1")
     moved = store.mark_sending_many(["b", "nope", "theirs", "c", "done", "a", "b"], "w1", 30)
-    assert [row.key for row in moved] == ["a", "b"]  # by seq, each once
-    for row in moved:
-        assert row == store.get(row.key)
+    assert moved == ["b", "a"]  # as given, each once
+    for row in (got(store, key) for key in moved):
         assert (row.state, row.lease_owner, row.attempt) == (S.SENDING, "w1", 1)
         assert row.lease_expires_at == clock.now + timedelta(seconds=30)
         assert row.updated_at == clock.now
@@ -645,15 +644,28 @@ def test_a_send_is_started_once_by_the_rows_owner(store: JournalStore, clock: Cl
         store.start_send("late", "w1")
 
 
-def test_a_start_records_the_answer_of_the_send_before_in_the_same_commit(
+def test_answers_are_recorded_together_and_those_refused_are_named(
     store: JournalStore, clock: Clock
 ) -> None:
-    reserve(store, ["a", "b", "c"])
-    store.start_send("a", "w1")
+    reserve(store, ["a", "b", "c", "d"])
+    for key in ("a", "b", "c"):
+        store.start_send(key, "w1")
+    store.mark_uncertain("c", "w1", "no answer")
+    reserve(store, ["theirs"], owner="w2")
     clock.advance(1)
     check_at = clock.now + timedelta(seconds=8)
-    store.start_send("b", "w1", Submission("a", ("J1", "J2"), check_at))
-    a = got(store, "a")
+    refused = store.mark_submitted_many(
+        [
+            Submission("a", ("J1", "J2"), check_at),
+            Submission("b", ("J3",)),
+            Submission("c", ("J4",)),  # uncertain meanwhile
+            Submission("theirs", ("J5",)),  # another worker's
+            Submission("nope", ("J6",)),
+        ],
+        "w1",
+    )
+    assert refused == ["c", "theirs", "nope"]
+    a, b = got(store, "a"), got(store, "b")
     assert (a.state, a.job_ids, a.next_check_at, a.checks) == (
         S.SUBMITTED,
         ("J1", "J2"),
@@ -661,31 +673,17 @@ def test_a_start_records_the_answer_of_the_send_before_in_the_same_commit(
         0,
     )
     assert (a.lease_owner, a.lease_expires_at, a.updated_at) == (None, None, clock.now)
+    assert (b.state, b.job_ids, b.next_check_at) == (S.SUBMITTED, ("J3",), clock.now)
     assert store.by_job_id("J2") == a
-    with pytest.raises(IllegalTransitionError):
-        store.start_send("b", "w1")  # started by the call before
-    # an answer whose move is refused: its error, and nothing written (c not started)
-    with pytest.raises(IllegalTransitionError) as refused:
-        store.start_send("c", "w1", Submission("a", ("J9",)))
-    assert (refused.value.key, refused.value.current) == ("a", S.SUBMITTED)
-    assert store.by_job_id("J9") is None
-    assert got(store, "a") == a
-    store.start_send("c", "w1", Submission("b", ("J3",)))  # now: c was not started
-    b = got(store, "b")
-    assert (b.state, b.next_check_at) == (S.SUBMITTED, clock.now)  # no check time: now
-
-
-def test_an_answer_stays_recorded_when_the_start_beside_it_is_refused(
-    store: JournalStore, clock: Clock
-) -> None:
-    reserve(store, ["a"])
-    store.start_send("a", "w1")
-    reserve(store, ["b"], owner="w2")
-    with pytest.raises(LeaseLostError) as lost:
-        store.start_send("b", "w1", Submission("a", ("J1",)))
-    assert lost.value.key == "b"
-    assert got(store, "a").state is S.SUBMITTED
-    assert store.by_job_id("J1") == got(store, "a")
+    assert store.by_job_id("J3") == b
+    assert all(store.by_job_id(j) is None for j in ("J4", "J5", "J6"))
+    assert got(store, "c").state is S.UNCERTAIN
+    assert got(store, "theirs").state is S.SENDING
+    assert store.mark_submitted_many([], "w1") == []
+    # a lease that ran out is refused too (the row is looked up by its reference instead)
+    store.start_send("d", "w1")
+    clock.advance(61)
+    assert store.mark_submitted_many([Submission("d", ("J7",))], "w1") == ["d"]
 
 
 def test_recover_returns_sends_never_started_and_looks_up_started_ones(
@@ -712,7 +710,7 @@ def test_recover_returns_sends_never_started_and_looks_up_started_ones(
     # sent by the next claim, which starts it afresh
     (again,) = store.claim("w2", 60, 10)
     assert (again.key, again.attempt) == ("unsent", 2)
-    assert [r.key for r in store.mark_sending_many(["unsent"], "w2", 60)] == ["unsent"]
+    assert store.mark_sending_many(["unsent"], "w2", 60) == ["unsent"]
     store.start_send("unsent", "w2")
 
 

@@ -83,7 +83,7 @@ MIN_IDLE = 0.05
 #: A worker claims as many rows as it sends in about CLAIM_SECONDS (one at first, at most
 #: MAX_CLAIM) and moves them to SENDING in one synced commit: the sends of a fast service share
 #: it, while a slow service's rows are left to the other workers.
-CLAIM_SECONDS = 0.02
+CLAIM_SECONDS = 0.03
 MAX_CLAIM = 32
 #: Seconds between tries for a send slot while all are held.
 SLOT_POLL = 0.05
@@ -683,8 +683,9 @@ class _Worker:
         self.released = False
         #: Seconds a send takes here (a moving average; None before the first).
         self.per_send: float | None = None
-        #: The last send's answer, not yet recorded: (row, result, first look-up).
-        self.answered: tuple[Row, SendFaxResult, datetime] | None = None
+        #: Answers not yet recorded (recorded together, as the claim's rows end or before a
+        #: wait): (row, result, first look-up).
+        self.answered: list[tuple[Row, SendFaxResult, datetime]] = []
 
     def work(self) -> None:
         run = self.run
@@ -740,8 +741,8 @@ class _Worker:
 
     def send(self, rows: list[Row]) -> None:
         """Check the rows' documents, move those that may go to SENDING in one synced commit,
-        then send them one by one, each marked started first; rows not started when the run
-        halts go back to PENDING."""
+        then send them one by one, each marked started first, and record their answers
+        together; rows not started when the run halts go back to PENDING."""
         run, batch = self.run, self.batch
         ready: dict[str, tuple[FaxSpec, list[FaxFile]]] = {}
         for row in rows:
@@ -758,7 +759,8 @@ class _Worker:
         if not ready:
             return
         # rows left out lost their claim meanwhile: another worker has them
-        queue = self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds)
+        moved = set(self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds))
+        queue = [row for row in rows if row.key in moved]
         # the rows from this one on may not have started (the store releases only those that
         # did not: a start is the store's fact, not this loop's)
         left = len(queue)
@@ -774,17 +776,22 @@ class _Worker:
                 took = time.perf_counter() - began
                 self.per_send = took if self.per_send is None else 0.8 * self.per_send + 0.2 * took
         except BaseException:
-            # the store's failure (or the service's refusal) is what the caller sees; rows
-            # this cannot release are returned by the next recovery, never started
-            with contextlib.suppress(JournalError):
-                self.finish_claim(queue[len(queue) - left :])
+            # the store's failure (or the service's refusal) is what the caller sees; what
+            # this cannot record is looked up, what it cannot release is recovered (never
+            # started)
+            rest = queue[len(queue) - left :]
+            with contextlib.suppress(Exception):
+                self.flush()
+            with contextlib.suppress(Exception):
+                self.release_rest(rest)
             raise
-        self.finish_claim(queue[len(queue) - left :])
+        try:
+            self.flush()
+        finally:
+            self.release_rest(queue[len(queue) - left :])
 
-    def finish_claim(self, rest: list[Row]) -> None:
-        """Record the last answer, and release those of ``rest`` never started: nothing of
-        them was sent."""
-        self.flush()
+    def release_rest(self, rest: list[Row]) -> None:
+        """Release those of ``rest`` never started: nothing of them was sent."""
         if rest:
             self.store.release_unstarted([row.key for row in rest], self.run.owner)
 
@@ -794,7 +801,7 @@ class _Worker:
         run, batch = self.run, self.batch
         limited = batch.max_concurrent is not None or batch.rate is not None
         if limited:
-            self.flush()  # a wait for a slot must not hold back the answer before
+            self.flush()  # a wait for a slot must not hold back the answers before
         slot = False
         try:
             if batch.max_concurrent is not None:
@@ -816,32 +823,31 @@ class _Worker:
                 self.store.release_send_slot(batch.account, row.key)
 
     def start(self, row: Row) -> bool:
-        """Mark ``row`` started, recording the answer of the send before in the same commit;
-        False when the row is no longer this worker's."""
-        answered, self.answered = self.answered, None
-        submission = None
-        if answered is not None:
-            done, result, check_at = answered
-            submission = Submission(done.key, tuple(result.job_ids), check_at)
+        """Mark ``row`` started; False when it is no longer this worker's."""
         try:
-            self.store.start_send(row.key, self.run.owner, submission)
-        except (LeaseLostError, IllegalTransitionError, UnknownKeyError) as exc:
-            if answered is None or exc.key != answered[0].key:
-                return False  # the lease ran out and another worker has the row
-            self.submitted(*answered)  # that answer's move refused: settled on its own
-            return self.start(row)
-        except BaseException:
-            self.answered = answered  # not recorded (or not known to be): the flush tries
-            raise
-        if answered is not None:
-            self.run.wake_at(answered[2])
+            self.store.start_send(row.key, self.run.owner)
+        except (LeaseLostError, IllegalTransitionError, UnknownKeyError):
+            return False  # the lease ran out and another worker has the row
         return True
 
     def flush(self) -> None:
-        """Record the answer not yet recorded, if any."""
-        answered, self.answered = self.answered, None
-        if answered is not None:
-            self.submitted(*answered)
+        """Record the answers not yet recorded, in one transaction."""
+        answered, self.answered = self.answered, []
+        if not answered:
+            return
+        submissions = [
+            Submission(row.key, tuple(result.job_ids), at) for row, result, at in answered
+        ]
+        try:
+            refused = set(self.store.mark_submitted_many(submissions, self.run.owner))
+        except BaseException:
+            self.answered = answered + self.answered  # not recorded (or not known to be)
+            raise
+        for row, result, check_at in answered:
+            if row.key in refused:
+                self.submitted(row, result, check_at)  # settled on its own
+            else:
+                self.run.wake_at(check_at)
 
     @staticmethod
     def documents(spec: FaxSpec, row: Row) -> list[FaxFile] | None:
@@ -880,9 +886,9 @@ class _Worker:
                 return
             self.backoff = 0.0
             self.run.unreachable_since = None
-            # recorded with the next row's start mark, or on its own (flush)
+            # recorded with the other answers of this claim (flush)
             check_at = _aligned(self.run.now(), _first_look(result.ttfp))
-            self.answered = (row, result, check_at)
+            self.answered.append((row, result, check_at))
             _outcome_on(span, "submitted", None)
 
     def failed(self, row: Row, exc: FaxWSError) -> str:
