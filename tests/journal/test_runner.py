@@ -15,6 +15,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -26,6 +27,7 @@ from runner_support import (
     BUSY,
     NEVER_ENDS,
     ORDINARY,
+    PDF,
     REJECTED,
     FakeTime,
     batch_for,
@@ -49,6 +51,7 @@ from faxws.journal import (
     ResendPolicy,
     State,
     Stop,
+    _runner,
 )
 from faxws.journal._runner import LOOKUPS, _Tracker
 from faxws.status import RealTimeFaxStatus
@@ -134,7 +137,6 @@ def test_the_runs_thread_is_woken_for_each_row_only_to_report_progress(
     pdf: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from faxws.journal import _runner
 
     wakes: list[int] = []
 
@@ -1060,4 +1062,121 @@ def test_a_store_failure_recording_a_sends_outcome_never_sends_it_again(
             assert row.state in (State.SENDING, State.SUBMITTED), row
     # what another worker may take: none of the rows the service has
     assert not [row for row in store.claim("another", 60, 100) if sent[row.reference_id]]
+    client.close()
+
+
+# -- a claim of several rows -----------------------------------------------------------------
+
+
+class Slow:
+    """A client whose sends of the documents in ``slow`` take ``seconds`` more (a slow
+    service), and which runs ``before`` ahead of each send."""
+
+    def __init__(self, inner: FaxClient, slow: set[str], seconds: float) -> None:
+        self.inner, self.slow, self.seconds = inner, slow, seconds
+        self.before: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def send_fax(self, recipients: Any, files: Any, **kwargs: Any) -> Any:
+        names = {Path(f.name).name for f in files}
+        if self.before is not None:
+            self.before(names)
+        result = self.inner.send_fax(recipients, files, **kwargs)
+        if names & self.slow:
+            time.sleep(self.seconds)  # the service's own slowness, not a synchronisation
+        return result
+
+
+def test_a_document_changed_after_the_claims_check_is_never_sent(
+    sim: FaxWSSimulator,
+    store: JournalStore,
+    fake: FakeTime,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_runner, "CLAIM_SECONDS", 3600.0)  # every claim after the first: all
+    paths = [document(tmp_path, f"doc-{n}.pdf", PDF + bytes([n])) for n in range(3)]
+    client = Slow(client_for(sim), set(), 0.0)
+    batch = batch_for(store, client, fake)  # type: ignore[arg-type]
+    for n, path in enumerate(paths):
+        batch.add(f"row-{n}", spec(path))
+
+    def rewrite_the_last(names: set[str]) -> None:
+        if "doc-1.pdf" in names:  # sent in one claim with doc-2's row, after its check
+            paths[2].write_bytes(PDF + b"\xff")  # the same size, other bytes
+
+    client.before = rewrite_the_last
+    batch.run(workers=1, wait=False)
+    changed = store.get("row-2")
+    assert changed is not None
+    assert changed.state is State.NEEDS_REVIEW
+    assert "doc-2.pdf changed since the row was added" in (changed.reason or "")
+    assert sends_by_reference(sim)[changed.reference_id] == 0
+    assert calls(sim, "SendFaxEx") == 2
+    client.inner.close()
+
+
+def test_rows_claimed_behind_a_send_that_got_slow_go_back_to_the_others(
+    sim: FaxWSSimulator,
+    store: JournalStore,
+    fake: FakeTime,
+    pdf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # a claim after a send of a few milliseconds takes all five rows left; a send of 0.3 s
+    # outlasts the claim's time (twice 0.1 s)
+    monkeypatch.setattr(_runner, "CLAIM_SECONDS", 0.1)
+    slow = document(tmp_path, "slow.pdf")
+    client = Slow(client_for(sim), {"slow.pdf"}, 0.3)
+    batch = batch_for(store, client, fake)  # type: ignore[arg-type]
+    batch.add("fast", spec(pdf))  # the first claim: one row, sent at once
+    batch.add("slow", spec(slow))  # the next claim takes the rest: this one and four more
+    keys = add(batch, pdf, 4, prefix="behind")
+    batch.run(workers=1, wait=False)
+    attempts = {row.key: row.attempt for row in store.rows(limit=100)}
+    # after the slow send the claim's time was over: its other rows were released, claimed again
+    assert attempts == {"fast": 1, "slow": 1, **dict.fromkeys(keys, 2)}
+    assert max(sends_by_reference(sim).values()) == 1
+    client.inner.close()
+
+
+def test_a_send_slot_given_back_is_not_kept_by_the_leases_keeper(
+    sim: FaxWSSimulator,
+    store: JournalStore,
+    fake: FakeTime,
+    pdf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_runner, "CLAIM_SECONDS", 3600.0)
+    runs: list[Any] = []
+    made = _runner._Run.__init__
+
+    def init(run: Any, *args: Any, **kwargs: Any) -> None:
+        made(run, *args, **kwargs)
+        runs.append(run)
+
+    monkeypatch.setattr(_runner._Run, "__init__", init)
+
+    class Checking:
+        """The store, checking as each send starts that no other row holds a slot."""
+
+        def __init__(self, inner: JournalStore) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def start_send(self, key: str, owner: str) -> None:
+            with runs[0]._lock:
+                slots = {k for k, slot in runs[0]._held.items() if slot and k != key}
+            assert not slots, f"{slots} still held as send slots while {key} starts"
+            self.inner.start_send(key, owner)
+
+    client = client_for(sim)
+    batch = batch_for(Checking(store), client, fake, max_concurrent=1)  # type: ignore[arg-type]
+    add(batch, pdf, 6)
+    assert batch.run(workers=1, wait=False).counts[State.SUBMITTED] == 6
     client.close()

@@ -744,20 +744,21 @@ class _Worker:
         then send them one by one, each marked started first, and record their answers
         together; rows not started when the run halts go back to PENDING."""
         run, batch = self.run, self.batch
-        ready: dict[str, tuple[FaxSpec, list[FaxFile]]] = {}
+        ready: dict[str, FaxSpec] = {}
         for row in rows:
             try:
                 spec = FaxSpec.from_payload(row.payload)
-                files = self.documents(spec, row)
+                unchanged = self.unchanged(spec, row)
             except BadInputError as exc:
                 self.review(row, f"not sent: {exc}")
                 continue
-            if files is None:
+            if not unchanged:
                 self.review(row, self.changed_text(spec))
                 continue
-            ready[row.key] = (spec, files)
+            ready[row.key] = spec
         if not ready:
             return
+        began = time.perf_counter()
         # rows left out lost their claim meanwhile: another worker has them
         moved = set(self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds))
         queue = [row for row in rows if row.key in moved]
@@ -768,12 +769,14 @@ class _Worker:
             for row in queue:
                 if run.halted or self.released:
                     break
-                began = time.perf_counter()
-                if not self.send_row(row, *ready[row.key]):
+                if time.perf_counter() - began > 2 * CLAIM_SECONDS and row is not queue[0]:
+                    break  # the sends got slower: the rest go back to the other workers
+                sent = time.perf_counter()
+                if not self.send_row(row, ready[row.key]):
                     break
                 left -= 1
                 run.moved()
-                took = time.perf_counter() - began
+                took = time.perf_counter() - sent
                 self.per_send = took if self.per_send is None else 0.8 * self.per_send + 0.2 * took
         except BaseException:
             # the store's failure (or the service's refusal) is what the caller sees; what
@@ -795,9 +798,10 @@ class _Worker:
         if rest:
             self.store.release_unstarted([row.key for row in rest], self.run.owner)
 
-    def send_row(self, row: Row, spec: FaxSpec, files: list[FaxFile]) -> bool:
-        """Send one row of this worker's SENDING rows, once it has the account's slots; False
-        (the row not started) when the run halted meanwhile."""
+    def send_row(self, row: Row, spec: FaxSpec) -> bool:
+        """Send one row of this worker's SENDING rows, once it has the account's slots and its
+        documents are still what it was added with; False (the row not started) when the run
+        halted meanwhile."""
         run, batch = self.run, self.batch
         limited = batch.max_concurrent is not None or batch.rate is not None
         if limited:
@@ -815,12 +819,21 @@ class _Worker:
                 run.hold(row.key, slot=True)
             if not run.call_slot():
                 return False
-            if self.start(row):
+            # checked again at the last moment: a document changed since the claim's check
+            # is never sent (the row goes back, and the next claim sends it to review)
+            try:
+                files = self.documents(spec, row)
+            except BadInputError:
+                files = None
+            if files is None:
+                self.release_rest([row])
+            elif self.start(row):
                 self.attempt(row, spec, files)
             return True
         finally:
             if slot:
                 self.store.release_send_slot(batch.account, row.key)
+                run.hold(row.key)  # its lease still kept, no longer its slot
 
     def start(self, row: Row) -> bool:
         """Mark ``row`` started; False when it is no longer this worker's."""
@@ -850,11 +863,14 @@ class _Worker:
                 self.run.wake_at(check_at)
 
     @staticmethod
-    def documents(spec: FaxSpec, row: Row) -> list[FaxFile] | None:
+    def unchanged(spec: FaxSpec, row: Row) -> bool:
+        """Whether the row's documents are what it was added with (BadInputError naming one
+        that cannot be read)."""
+        return payload_digest(row.payload, spec.files) == row.payload_sha256
+
+    def documents(self, spec: FaxSpec, row: Row) -> list[FaxFile] | None:
         """The documents to send, or None when they are not what the row was added with."""
-        if payload_digest(row.payload, spec.files) != row.payload_sha256:
-            return None
-        return spec.fax_files()
+        return spec.fax_files() if self.unchanged(spec, row) else None
 
     @staticmethod
     def changed_text(spec: FaxSpec) -> str:
