@@ -87,6 +87,17 @@ class FakeTime:
         )
 
 
+class Delegate:
+    """Passes every attribute on to ``inner`` (a store, a client): a subclass overrides what
+    it changes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def document(directory: Path, name: str = "a.pdf", data: bytes = PDF) -> Path:
     path = directory / name
     path.write_bytes(data)

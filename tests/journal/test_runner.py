@@ -29,6 +29,7 @@ from runner_support import (
     ORDINARY,
     PDF,
     REJECTED,
+    Delegate,
     FakeTime,
     batch_for,
     calls,
@@ -689,13 +690,7 @@ def test_a_workers_unexpected_failure_ends_the_run_as_a_faxws_error(
     class BrokenError(Exception):
         pass
 
-    class BrokenStore:
-        def __init__(self, inner: JournalStore) -> None:
-            self.inner = inner
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
+    class BrokenStore(Delegate):
         def mark_submitted_many(self, *args: Any, **kwargs: Any) -> Any:
             raise BrokenError("disk on fire")
 
@@ -1036,14 +1031,8 @@ def test_a_store_failure_recording_a_sends_outcome_never_sends_it_again(
 
             return call
 
-    class AnswerLost:
+    class AnswerLost(Delegate):
         """A client whose sends reach the service and then raise (an unexpected failure)."""
-
-        def __init__(self, inner: FaxClient) -> None:
-            self.inner = inner
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
 
         def send_fax(self, *args: Any, **kwargs: Any) -> Any:
             self.inner.send_fax(*args, **kwargs)
@@ -1068,16 +1057,14 @@ def test_a_store_failure_recording_a_sends_outcome_never_sends_it_again(
 # -- a claim of several rows -----------------------------------------------------------------
 
 
-class Slow:
+class Slow(Delegate):
     """A client whose sends of the documents in ``slow`` take ``seconds`` more (a slow
     service), and which runs ``before`` ahead of each send."""
 
     def __init__(self, inner: FaxClient, slow: set[str], seconds: float) -> None:
-        self.inner, self.slow, self.seconds = inner, slow, seconds
+        super().__init__(inner)
+        self.slow, self.seconds = slow, seconds
         self.before: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def send_fax(self, recipients: Any, files: Any, **kwargs: Any) -> Any:
         names = {Path(f.name).name for f in files}
@@ -1160,14 +1147,8 @@ def test_a_send_slot_given_back_is_not_kept_by_the_leases_keeper(
 
     monkeypatch.setattr(_runner._Run, "__init__", init)
 
-    class Checking:
+    class Checking(Delegate):
         """The store, checking as each send starts that no other row holds a slot."""
-
-        def __init__(self, inner: JournalStore) -> None:
-            self.inner = inner
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
 
         def start_send(self, key: str, owner: str) -> None:
             with runs[0]._lock:

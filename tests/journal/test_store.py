@@ -686,13 +686,19 @@ def test_answers_are_recorded_together_and_those_refused_are_named(
     assert store.mark_submitted_many([Submission("d", ("J7",))], "w1") == ["d"]
 
 
-def test_recover_returns_sends_never_started_and_looks_up_started_ones(
-    store: JournalStore, clock: Clock
-) -> None:
+def three_sends(store: JournalStore) -> None:
+    """Three rows of one claim of w1: ``unsent`` never started, ``started``, and ``answered``
+    (started, its job id J1 recorded)."""
     reserve(store, ["unsent", "started", "answered"])
     store.start_send("started", "w1")
     store.start_send("answered", "w1")
     store.mark_submitted("answered", "w1", ["J1"])
+
+
+def test_recover_returns_sends_never_started_and_looks_up_started_ones(
+    store: JournalStore, clock: Clock
+) -> None:
+    three_sends(store)
     reach(store, "single", S.SENDING)  # mark_sending: started at once
     clock.advance(61)
     moved = {row.key: row for row in store.recover()}
@@ -717,10 +723,7 @@ def test_recover_returns_sends_never_started_and_looks_up_started_ones(
 def test_only_rows_never_started_are_released_as_unstarted(
     store: JournalStore, clock: Clock
 ) -> None:
-    reserve(store, ["unsent", "started", "answered"])
-    store.start_send("started", "w1")
-    store.start_send("answered", "w1")
-    store.mark_submitted("answered", "w1", ["J1"])
+    three_sends(store)
     reserve(store, ["theirs"], owner="w2")
     reach(store, "single", S.SENDING)  # mark_sending: started at once
     clock.advance(1)
