@@ -262,13 +262,15 @@ def test_a_worker_killed_at_each_step_sends_each_key_once(harness: Harness, poin
     killed = rows[record["key"]]
     accepted = harness.accepted()
     if point == "claim":
-        # Nothing went out: the claim was taken back and the row sent by the next worker.
-        assert (killed.state, killed.attempt) == (State.DELIVERED, 2)
+        # Nothing went out: the claim was taken back and the row sent by the next worker
+        # (claimed at least twice: once more if released unsent behind a slow send).
+        assert killed.state is State.DELIVERED
+        assert killed.attempt >= 2
     elif point == "reserved":
         # Several rows were SENDING, none started: all went back and were sent once each.
         assert len(record["keys"]) == 3
         for key in record["keys"]:
-            assert (rows[key].state, rows[key].attempt) == (State.DELIVERED, 2), key
+            assert (rows[key].state, rows[key].attempt >= 2) == (State.DELIVERED, True), key
             assert accepted[rows[key].reference_id] == 1
             assert not harness.looked_up(rows[key].reference_id)
     elif point in STARTED_UNSENT:

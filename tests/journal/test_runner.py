@@ -124,7 +124,9 @@ def test_200_rows_are_each_sent_once_and_followed_to_their_end(
     assert set(sent.values()) == {1}
     outcomes = list(batch.outcomes())
     assert [o.key for o in outcomes] == keys
-    assert all(o.attempt == 1 and len(o.job_ids) == 1 for o in outcomes)
+    # a row's attempt counts its claims: one released unsent (behind a send that took long
+    # on a loaded machine) is claimed again, and still sent once
+    assert all(len(o.job_ids) == 1 for o in outcomes)
     assert all(o.recipients == (ORDINARY,) for o in outcomes)
     assert seen[-1] == summary.counts
     assert threads == {threading.current_thread()}  # the run's own thread
@@ -1114,8 +1116,9 @@ def test_rows_claimed_behind_a_send_that_got_slow_go_back_to_the_others(
     tmp_path: Path,
 ) -> None:
     # a claim after a send of a few milliseconds takes all five rows left; a send of 0.3 s
-    # outlasts the claim's time (twice 0.1 s)
+    # outlasts the time a claim's rows are held (0.2 s here)
     monkeypatch.setattr(_runner, "CLAIM_SECONDS", 0.1)
+    monkeypatch.setattr(_runner, "HOLD_SECONDS", 0.2)
     slow = document(tmp_path, "slow.pdf")
     client = Slow(client_for(sim), {"slow.pdf"}, 0.3)
     batch = batch_for(store, client, fake)  # type: ignore[arg-type]

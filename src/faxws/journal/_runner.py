@@ -85,6 +85,9 @@ MIN_IDLE = 0.05
 #: it, while a slow service's rows are left to the other workers.
 CLAIM_SECONDS = 0.03
 MAX_CLAIM = 32
+#: Once a claim's sends have taken this long (a service that slowed down), its rows not yet
+#: sent go back to the other workers.
+HOLD_SECONDS = 1.0
 #: Seconds between tries for a send slot while all are held.
 SLOT_POLL = 0.05
 #: Seconds between look-ups of due rows while there is still something to send.
@@ -769,7 +772,7 @@ class _Worker:
             for row in queue:
                 if run.halted or self.released:
                     break
-                if time.perf_counter() - began > 2 * CLAIM_SECONDS and row is not queue[0]:
+                if time.perf_counter() - began > HOLD_SECONDS and row is not queue[0]:
                     break  # the sends got slower: the rest go back to the other workers
                 sent = time.perf_counter()
                 if not self.send_row(row, ready[row.key]):
