@@ -10,6 +10,8 @@ knows what the dead worker held. The points, in the order of a send's life:
 - ``claim``: a row was claimed (its lease not yet used);
 - ``reserved``: several rows were moved to SENDING in one commit, none of them started;
 - ``sending``: a row's start mark was committed, before any byte of its send;
+- ``started_after_answer``: a row's start mark was committed with the answer of the send
+  before it recorded (one commit), before any byte of its send;
 - ``mid_body``: the first part of the SendFaxEx body was written, not the rest;
 - ``answered``: the service answered the SendFaxEx (it accepted it), before the runner saw it;
 - ``before_submitted``: the runner is about to record the job ids;
@@ -40,6 +42,7 @@ POINTS = (
     "claim",
     "reserved",
     "sending",
+    "started_after_answer",
     "mid_body",
     "answered",
     "before_submitted",
@@ -95,17 +98,14 @@ class KillingStore:
             self._killer.at("reserved", moved[0], keys=moved)
         return moved
 
-    def start_send(self, key: str, owner: str) -> None:
-        self._inner.start_send(key, owner)
+    def start_send(self, key: str, owner: str, submitted: Any = None) -> None:
+        if submitted is not None:
+            self._killer.at("before_submitted", submitted.key)
+        self._inner.start_send(key, owner, submitted)
         self._killer.current = key
+        if submitted is not None:
+            self._killer.at("started_after_answer", key, answered=submitted.key)
         self._killer.at("sending", key)
-
-    def mark_submitted_many(self, submissions: Any, owner: str) -> Any:
-        first = submissions[0].key if submissions else None
-        self._killer.at("before_submitted", first)
-        refused = self._inner.mark_submitted_many(submissions, owner)
-        self._killer.at("submitted", first)
-        return refused
 
     def mark_submitted(self, key: str, owner: str, job_ids: Any, check_at: Any = None) -> Any:
         self._killer.at("before_submitted", key)

@@ -242,7 +242,7 @@ def harness(
 
 
 #: Points after which the killed row was started but never sent: it waits in review.
-STARTED_UNSENT = frozenset({"sending", "mid_body"})
+STARTED_UNSENT = frozenset({"sending", "mid_body", "started_after_answer"})
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -280,6 +280,12 @@ def test_a_worker_killed_at_each_step_sends_each_key_once(harness: Harness, poin
         assert harness.looked_up(killed.reference_id)
         if point == "mid_body":
             assert harness.cut_sends() == 1, "the body was not cut in the middle"
+        if point == "started_after_answer":
+            # The answer recorded in the same commit: that row's job ids are known.
+            answered = rows[record["answered"]]
+            assert answered.state is State.DELIVERED
+            assert answered.job_ids
+            assert accepted[answered.reference_id] == 1
     else:
         assert point in ACCEPTED
         assert killed.state is State.DELIVERED

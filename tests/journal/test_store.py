@@ -644,28 +644,15 @@ def test_a_send_is_started_once_by_the_rows_owner(store: JournalStore, clock: Cl
         store.start_send("late", "w1")
 
 
-def test_answers_are_recorded_together_and_those_refused_are_named(
+def test_a_start_records_the_answer_of_the_send_before_in_the_same_commit(
     store: JournalStore, clock: Clock
 ) -> None:
-    reserve(store, ["a", "b", "c", "d"])
-    for key in ("a", "b", "c"):
-        store.start_send(key, "w1")
-    store.mark_uncertain("c", "w1", "no answer")
-    reserve(store, ["theirs"], owner="w2")
+    reserve(store, ["a", "b", "c"])
+    store.start_send("a", "w1")
     clock.advance(1)
     check_at = clock.now + timedelta(seconds=8)
-    refused = store.mark_submitted_many(
-        [
-            Submission("a", ("J1", "J2"), check_at),
-            Submission("b", ("J3",)),
-            Submission("c", ("J4",)),  # uncertain meanwhile
-            Submission("theirs", ("J5",)),  # another worker's
-            Submission("nope", ("J6",)),
-        ],
-        "w1",
-    )
-    assert refused == ["c", "theirs", "nope"]
-    a, b = got(store, "a"), got(store, "b")
+    store.start_send("b", "w1", Submission("a", ("J1", "J2"), check_at))
+    a = got(store, "a")
     assert (a.state, a.job_ids, a.next_check_at, a.checks) == (
         S.SUBMITTED,
         ("J1", "J2"),
@@ -673,17 +660,31 @@ def test_answers_are_recorded_together_and_those_refused_are_named(
         0,
     )
     assert (a.lease_owner, a.lease_expires_at, a.updated_at) == (None, None, clock.now)
-    assert (b.state, b.job_ids, b.next_check_at) == (S.SUBMITTED, ("J3",), clock.now)
     assert store.by_job_id("J2") == a
-    assert store.by_job_id("J3") == b
-    assert all(store.by_job_id(j) is None for j in ("J4", "J5", "J6"))
-    assert got(store, "c").state is S.UNCERTAIN
-    assert got(store, "theirs").state is S.SENDING
-    assert store.mark_submitted_many([], "w1") == []
-    # a lease that ran out is refused too (the row is looked up by its reference instead)
-    store.start_send("d", "w1")
-    clock.advance(61)
-    assert store.mark_submitted_many([Submission("d", ("J7",))], "w1") == ["d"]
+    with pytest.raises(IllegalTransitionError):
+        store.start_send("b", "w1")  # started by the call before
+    # an answer whose move is refused: its error, and nothing written (c not started)
+    with pytest.raises(IllegalTransitionError) as refused:
+        store.start_send("c", "w1", Submission("a", ("J9",)))
+    assert (refused.value.key, refused.value.current) == ("a", S.SUBMITTED)
+    assert store.by_job_id("J9") is None
+    assert got(store, "a") == a
+    store.start_send("c", "w1", Submission("b", ("J3",)))  # now: c was not started
+    b = got(store, "b")
+    assert (b.state, b.next_check_at) == (S.SUBMITTED, clock.now)  # no check time: now
+
+
+def test_an_answer_stays_recorded_when_the_start_beside_it_is_refused(
+    store: JournalStore, clock: Clock
+) -> None:
+    reserve(store, ["a"])
+    store.start_send("a", "w1")
+    reserve(store, ["b"], owner="w2")
+    with pytest.raises(LeaseLostError) as lost:
+        store.start_send("b", "w1", Submission("a", ("J1",)))
+    assert lost.value.key == "b"
+    assert got(store, "a").state is S.SUBMITTED
+    assert store.by_job_id("J1") == got(store, "a")
 
 
 def three_sends(store: JournalStore) -> None:

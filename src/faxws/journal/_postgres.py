@@ -10,19 +10,19 @@ behave alike on every store and under a test clock.
 Durability: the move to SENDING (of several rows at once) and the mark that a row's send starts
 commit as the server is set to (``synchronous_commit``, on by default: the WAL flushed to disk
 before the send's first byte), and that flush carries every earlier commit of the server with
-it. Adds, resends, a cancel, the shared limits and values commit so too. The other moves (the
-answers of several sends in one statement among them) commit with ``synchronous_commit`` off,
-set for their own transaction in their own statement (a server crash may undo the last of them,
-never a corruption): undoing any of them never sends a fax twice, because a send needs its
-row's start mark, whose flush would have kept them. A claim or a heartbeat undone is a lease
-shorter than its worker thinks: its moves check the lease and are refused. A release undone
-leaves the row CLAIMED or SENDING without a start mark (both back to PENDING once expired) or
-SENDING started (expired: looked up by its ReferenceId). A move from SENDING undone (SUBMITTED,
-FAILED, UNCERTAIN) leaves the row SENDING: once its lease expires it is looked up by its
-ReferenceId. A look-up's or a tracking round's moves undone (RESOLVED, due, scheduled,
-DELIVERED, FAILED, NEEDS_REVIEW) are made again by the next look-up or round; a recovery undone
-is made again by the next. A cancel stays synced: one undone would leave a row the caller
-cancelled pending, to be sent.
+it; the mark records the answer of the send before in the same statement. Adds, resends, a
+cancel, the shared limits and values commit so too. The other moves commit with
+``synchronous_commit`` off, set for their own transaction in their own statement (a server
+crash may undo the last of them, never a corruption): undoing any of them never sends a fax
+twice, because a send needs its row's start mark, whose flush would have kept them. A claim or
+a heartbeat undone is a lease shorter than its worker thinks: its moves check the lease and are
+refused. A release undone leaves the row CLAIMED or SENDING without a start mark (both back to
+PENDING once expired) or SENDING started (expired: looked up by its ReferenceId). A move from
+SENDING undone (SUBMITTED, FAILED, UNCERTAIN) leaves the row SENDING: once its lease expires it
+is looked up by its ReferenceId. A look-up's or a tracking round's moves undone (RESOLVED, due,
+scheduled, DELIVERED, FAILED, NEEDS_REVIEW) are made again by the next look-up or round; a
+recovery undone is made again by the next. A cancel stays synced: one undone would leave a row
+the caller cancelled pending, to be sent.
 
 A connection the server dropped (a restart) is replaced before the next call; a move whose
 connection broke while it was in flight raises :class:`~faxws.journal.JournalError` saying
@@ -32,7 +32,6 @@ message or a ``repr``.
 
 from __future__ import annotations
 
-import json
 import re
 import select
 import threading
@@ -225,23 +224,20 @@ _QUERIES = {
         " WHERE key = ANY(%(keys)s::text[]) AND state = 'claimed' AND lease_owner = %(owner)s"
         " AND lease_expires_at > %(now)s RETURNING key"
     ),
+    # the send before's answer (when there is one) and this row's start mark, in one
+    # statement; the mark only once the answer is recorded
     "start": (
-        "UPDATE {faxes} SET started_at = %(now)s, updated_at = %(now)s"
+        "WITH done AS (UPDATE {faxes} SET state = 'submitted', job_ids = %(jobs)s::text[],"
+        " next_check_at = %(check_at)s::timestamptz, checks = 0, lease_owner = NULL,"
+        " lease_expires_at = NULL, updated_at = %(now)s WHERE key = %(done)s AND state = 'sending'"
+        " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s RETURNING key, job_ids),"
+        " recorded AS (INSERT INTO {jobs} (job_id, key) SELECT DISTINCT unnest(done.job_ids),"
+        " done.key FROM done ON CONFLICT (job_id) DO NOTHING),"
+        " started AS (UPDATE {faxes} SET started_at = %(now)s, updated_at = %(now)s"
         " WHERE key = %(key)s AND state = 'sending' AND {not_started}"
-        " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s RETURNING key"
-    ),
-    # several answers in one statement, each row's job ids made findable
-    "submitted_many": (
-        "WITH given AS (SELECT * FROM jsonb_to_recordset(%(given)s::jsonb)"
-        " AS g(key text, jobs text[], check_at timestamptz)),"
-        " moved AS (UPDATE {faxes} f SET state = 'submitted', job_ids = given.jobs,"
-        " next_check_at = given.check_at, checks = 0, lease_owner = NULL,"
-        " lease_expires_at = NULL, updated_at = %(now)s FROM given WHERE f.key = given.key"
-        " AND f.state = 'sending' AND f.lease_owner = %(owner)s"
-        " AND f.lease_expires_at > %(now)s RETURNING f.key, f.job_ids),"
-        " recorded AS (INSERT INTO {jobs} (job_id, key) SELECT DISTINCT unnest(moved.job_ids),"
-        " moved.key FROM moved ON CONFLICT (job_id) DO NOTHING)"
-        " SELECT key, {lazy} FROM moved"
+        " AND lease_owner = %(owner)s AND lease_expires_at > %(now)s"
+        " AND (%(done)s::text IS NULL OR EXISTS (SELECT FROM done)) RETURNING key)"
+        " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM started)"
     ),
     "next_call": (
         "INSERT INTO {limits} AS l (account, last_call_at) VALUES (%(account)s, %(now)s)"
@@ -854,37 +850,28 @@ class PostgresJournal:
             f"the release of rows of {owner!r} never started",
         )
 
-    def start_send(self, key: str, owner: str) -> None:
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
         now = self._now()
-        params = {"key": key, "owner": owner, "now": now}
+        params: dict[str, Any] = {"key": key, "owner": owner, "now": now, "done": None}
+        if submitted is not None:
+            check_at = submitted.check_at
+            params.update(
+                done=submitted.key,
+                jobs=[str(job_id) for job_id in submitted.job_ids],
+                check_at=now if check_at is None else _aware(check_at, "check_at"),
+            )
+        else:
+            params.update(jobs=[], check_at=None)
 
         def work(cursor: Cursor) -> None:
-            if cursor.execute(self._q["start"], params).fetchone() is None:
+            found = cursor.execute(self._q["start"], params).fetchone()
+            done, started = found if found is not None else (0, 0)
+            if submitted is not None and done != 1:
+                raise self._refusal(cursor, submitted.key, State.SUBMITTED, owner, now)
+            if started != 1:
                 raise self._refusal(cursor, key, State.SENDING, owner, now, start=True)
 
         self._run(work, f"the start of row {key!r}'s send")
-
-    def mark_submitted_many(self, submissions: Sequence[Submission], owner: str) -> list[str]:
-        if not submissions:
-            return []
-        now = self._now()
-        given = [
-            {
-                "key": submitted.key,
-                "jobs": [str(job_id) for job_id in submitted.job_ids],
-                "check_at": (
-                    now if submitted.check_at is None else _aware(submitted.check_at, "check_at")
-                ).isoformat(),
-            }
-            for submitted in submissions
-        ]
-        params = {"given": json.dumps(given), "owner": owner, "now": now}
-
-        def work(cursor: Cursor) -> list[str]:
-            moved = {key for key, _ in cursor.execute(self._q["submitted_many"], params)}
-            return [submitted.key for submitted in submissions if submitted.key not in moved]
-
-        return self._run(work, f"recording the answers of rows of {owner!r}")
 
     def _refusal(
         self,

@@ -654,15 +654,29 @@ class _Run:
                     with contextlib.suppress(LeaseLostError, IllegalTransitionError):
                         self.store.heartbeat(key, self.owner, lease)
                     if slot:
-                        self.store.acquire_send_slot(
-                            self.batch.account, key, self.batch.max_concurrent or 1, lease
-                        )
+                        self.renew_slot(key, lease)
                 if time.monotonic() >= next_recover:
                     next_recover = time.monotonic() + lease / 2
                     if self.store.recover():
                         self.changed.set()
         except BaseException as exc:
             self.fail(exc)
+
+    def renew_slot(self, key: str, lease: float) -> None:
+        """Renew row ``key``'s send slot if it still holds it: its worker gives it back under
+        the same lock, so a slot given back is never taken again here."""
+        with self._lock:
+            if self._held.get(key):
+                self.store.acquire_send_slot(
+                    self.batch.account, key, self.batch.max_concurrent or 1, lease
+                )
+
+    def give_back_slot(self, key: str) -> None:
+        """Give back row ``key``'s send slot; the row's lease is still kept."""
+        with self._lock:
+            self.store.release_send_slot(self.batch.account, key)
+            if key in self._held:
+                self._held[key] = False
 
     def look_up_and_track(self) -> bool:
         """One pass over the rows due for a look-up (and, when waiting, for tracking)."""
@@ -686,9 +700,9 @@ class _Worker:
         self.released = False
         #: Seconds a send takes here (a moving average; None before the first).
         self.per_send: float | None = None
-        #: Answers not yet recorded (recorded together, as the claim's rows end or before a
-        #: wait): (row, result, first look-up).
-        self.answered: list[tuple[Row, SendFaxResult, datetime]] = []
+        #: The last send's answer, not yet recorded (with the next row's start mark, or on its
+        #: own as the claim ends or before a wait): (row, result, first look-up).
+        self.answered: tuple[Row, SendFaxResult, datetime] | None = None
 
     def work(self) -> None:
         run = self.run
@@ -744,8 +758,8 @@ class _Worker:
 
     def send(self, rows: list[Row]) -> None:
         """Check the rows' documents, move those that may go to SENDING in one synced commit,
-        then send them one by one, each marked started first, and record their answers
-        together; rows not started when the run halts go back to PENDING."""
+        then send them one by one, each marked started first (with the answer of the send
+        before); rows not started when the run halts go back to PENDING."""
         run, batch = self.run, self.batch
         ready: dict[str, FaxSpec] = {}
         for row in rows:
@@ -808,7 +822,7 @@ class _Worker:
         run, batch = self.run, self.batch
         limited = batch.max_concurrent is not None or batch.rate is not None
         if limited:
-            self.flush()  # a wait for a slot must not hold back the answers before
+            self.flush()  # a wait for a slot must not hold back the answer before
         slot = False
         try:
             if batch.max_concurrent is not None:
@@ -835,35 +849,37 @@ class _Worker:
             return True
         finally:
             if slot:
-                self.store.release_send_slot(batch.account, row.key)
-                run.hold(row.key)  # its lease still kept, no longer its slot
+                run.give_back_slot(row.key)
 
     def start(self, row: Row) -> bool:
-        """Mark ``row`` started; False when it is no longer this worker's."""
+        """Mark ``row`` started, recording the answer of the send before in the same commit;
+        False when the row is no longer this worker's."""
+        answered, self.answered = self.answered, None
+        submission = None
+        if answered is not None:
+            done, result, check_at = answered
+            submission = Submission(done.key, tuple(result.job_ids), check_at)
         try:
-            self.store.start_send(row.key, self.run.owner)
-        except (LeaseLostError, IllegalTransitionError, UnknownKeyError):
-            return False  # the lease ran out and another worker has the row
+            self.store.start_send(row.key, self.run.owner, submission)
+        except (LeaseLostError, IllegalTransitionError, UnknownKeyError) as exc:
+            if answered is None or exc.key != answered[0].key:
+                if answered is not None:  # recorded all the same
+                    self.run.wake_at(answered[2])
+                return False  # the lease ran out and another worker has the row
+            self.submitted(*answered)  # that answer's move refused: settled on its own
+            return self.start(row)
+        except BaseException:
+            self.answered = answered  # not recorded (or not known to be): the flush tries
+            raise
+        if answered is not None:
+            self.run.wake_at(answered[2])
         return True
 
     def flush(self) -> None:
-        """Record the answers not yet recorded, in one transaction."""
-        answered, self.answered = self.answered, []
-        if not answered:
-            return
-        submissions = [
-            Submission(row.key, tuple(result.job_ids), at) for row, result, at in answered
-        ]
-        try:
-            refused = set(self.store.mark_submitted_many(submissions, self.run.owner))
-        except BaseException:
-            self.answered = answered + self.answered  # not recorded (or not known to be)
-            raise
-        for row, result, check_at in answered:
-            if row.key in refused:
-                self.submitted(row, result, check_at)  # settled on its own
-            else:
-                self.run.wake_at(check_at)
+        """Record the answer not yet recorded, if any."""
+        answered, self.answered = self.answered, None
+        if answered is not None:
+            self.submitted(*answered)
 
     @staticmethod
     def unchanged(spec: FaxSpec, row: Row) -> bool:
@@ -905,9 +921,9 @@ class _Worker:
                 return
             self.backoff = 0.0
             self.run.unreachable_since = None
-            # recorded with the other answers of this claim (flush)
+            # recorded with the next row's start mark, or on its own (flush)
             check_at = _aligned(self.run.now(), _first_look(result.ttfp))
-            self.answered.append((row, result, check_at))
+            self.answered = (row, result, check_at)
             _outcome_on(span, "submitted", None)
 
     def failed(self, row: Row, exc: FaxWSError) -> str:

@@ -567,11 +567,13 @@ class SqliteJournal:
                 )
         return [key for key in wanted if key in moved]
 
-    def start_send(self, key: str, owner: str) -> None:
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
         refused: JournalError | None = None
         # Lazy when the row keeps a boot id (see the module's docstring).
         with self._synced(self._epoch is None), self._write() as db:
             now = self._now()
+            if submitted is not None:
+                self._record_submitted(db, submitted, owner, now)
             started = db.execute(
                 "UPDATE faxes SET started_at = ?, updated_at = ? WHERE key = ?"
                 " AND state = 'sending' AND started_at IS NULL AND reserved_attempt = attempt"
@@ -584,27 +586,6 @@ class SqliteJournal:
                     refused = IllegalTransitionError(key, State.SENDING, State.SENDING)
         if refused is not None:
             raise refused
-
-    def mark_submitted_many(self, submissions: Sequence[Submission], owner: str) -> list[str]:
-        refused = []
-        with self._write() as db:
-            now = self._now()
-            for submitted in submissions:
-                ids = [str(job_id) for job_id in submitted.job_ids]
-                check_at = submitted.check_at
-                when = now if check_at is None else _stamp(check_at, "check_at")
-                moved = db.execute(
-                    "UPDATE faxes SET state = 'submitted', job_ids = ?, next_check_at = ?,"
-                    " checks = 0, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
-                    " WHERE key = ? AND state = 'sending' AND lease_owner = ?"
-                    " AND lease_expires_at > ?",
-                    (json.dumps(ids), when, now, submitted.key, owner, now),
-                ).rowcount
-                if moved != 1:
-                    refused.append(submitted.key)
-                    continue
-                db.executemany(_INSERT_JOB, [(job_id, submitted.key) for job_id in ids])
-        return refused
 
     def release_unstarted(self, keys: Sequence[str], owner: str) -> None:
         wanted = list(dict.fromkeys(keys))
@@ -623,6 +604,24 @@ class SqliteJournal:
     def _started(self, key: str) -> bool:
         found = self._db.execute("SELECT started_at FROM faxes WHERE key = ?", (key,)).fetchone()
         return found is not None and found[0] is not None
+
+    def _record_submitted(
+        self, db: sqlite3.Connection, submitted: Submission, owner: str, now: float
+    ) -> None:
+        """:meth:`mark_submitted` of ``submitted`` in the caller's transaction, without
+        reading the row back."""
+        ids = [str(job_id) for job_id in submitted.job_ids]
+        check_at = submitted.check_at
+        when = now if check_at is None else _stamp(check_at, "check_at")
+        moved = db.execute(
+            "UPDATE faxes SET state = 'submitted', job_ids = ?, next_check_at = ?, checks = 0,"
+            " lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE key = ?"
+            " AND state = 'sending' AND lease_owner = ? AND lease_expires_at > ?",
+            (json.dumps(ids), when, now, submitted.key, owner, now),
+        ).rowcount
+        if moved != 1:
+            raise self._refusal(submitted.key, State.SUBMITTED, (State.SENDING,), owner)
+        db.executemany(_INSERT_JOB, [(job_id, submitted.key) for job_id in ids])
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None

@@ -170,7 +170,7 @@ class Row:
 @dataclass(frozen=True)
 class Submission:
     """A send's answer, to record: row ``key`` SUBMITTED with ``job_ids``, first looked up at
-    ``check_at`` (None: now); see :meth:`JournalStore.mark_submitted_many`."""
+    ``check_at`` (None: now); see :meth:`JournalStore.start_send`."""
 
     key: str
     job_ids: tuple[str, ...]
@@ -292,12 +292,15 @@ class JournalStore(Protocol):
         was sent. Any other row is left as it is."""
         ...
 
-    def start_send(self, key: str, owner: str) -> None:
+    def start_send(self, key: str, owner: str, submitted: Submission | None = None) -> None:
         """Mark SENDING row ``key`` (``owner``'s unexpired lease, not started yet) started: the
         first byte of its send may be written once this returns. The mark commits so that no
         crash can undo it unseen: synced, or (SQLite) lazily with the machine's boot id in the
-        row, a crash of the machine being what could undo it. Refused: LeaseLostError,
-        IllegalTransitionError (started already, or not SENDING), UnknownKeyError."""
+        row, a crash of the machine being what could undo it. ``submitted``, the answer of the
+        send before, is recorded in the same transaction first, as :meth:`mark_submitted`
+        records it; if that move is refused its error is raised and nothing is written. If the
+        mark is refused (LeaseLostError, IllegalTransitionError naming ``key``), ``submitted``
+        stays recorded."""
         ...
 
     def mark_submitted(
@@ -305,12 +308,6 @@ class JournalStore(Protocol):
     ) -> Row:
         """SENDING -> SUBMITTED with the job ids (findable by :meth:`by_job_id`), first looked
         up at ``check_at`` (None: now); ``checks`` starts again from 0."""
-        ...
-
-    def mark_submitted_many(self, submissions: Sequence[Submission], owner: str) -> list[str]:
-        """:meth:`mark_submitted` of each of ``submissions`` (rows leased to ``owner``), in one
-        transaction; the keys of those whose move was refused (another state, the lease lost,
-        unknown), for the caller to settle one by one."""
         ...
 
     def mark_failed(self, key: str, owner: str, reason: str) -> Row:
