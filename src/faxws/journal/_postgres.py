@@ -603,17 +603,9 @@ class PostgresJournal:
                 found = cursor.execute(query, params).fetchone()
                 if found is not None:
                     return _row(found)
-                row = self._get(cursor, key)
-                if row is None:
-                    raise UnknownKeyError(key)
-                if row.state not in allowed:
-                    raise IllegalTransitionError(key, row.state, target or row.state)
-                if owner is not None and (
-                    row.lease_owner != owner
-                    or row.lease_expires_at is None
-                    or row.lease_expires_at <= now
-                ):
-                    raise LeaseLostError(key, owner)
+                refused = self._refusal(cursor, key, target, allowed, owner, now)
+                if refused is not None:
+                    raise refused
                 # the row changed between the two statements: try the move on what it is now
             raise self._error(f"row {key!r} kept changing during {what}")
 
@@ -866,10 +858,17 @@ class PostgresJournal:
         def work(cursor: Cursor) -> None:
             found = cursor.execute(self._q["start"], params).fetchone()
             done, started = found if found is not None else (0, 0)
+            sending = (State.SENDING,)
             if submitted is not None and done != 1:
-                raise self._refusal(cursor, submitted.key, State.SUBMITTED, owner, now)
+                done_key = submitted.key
+                raise self._refusal(
+                    cursor, done_key, State.SUBMITTED, sending, owner, now
+                ) or self._error(f"row {done_key!r} changed during the move to submitted")
             if started != 1:
-                raise self._refusal(cursor, key, State.SENDING, owner, now, start=True)
+                # SENDING and leased to the owner, yet not marked: started already
+                raise self._refusal(
+                    cursor, key, State.SENDING, sending, owner, now
+                ) or IllegalTransitionError(key, State.SENDING, State.SENDING)
 
         self._run(work, f"the start of row {key!r}'s send")
 
@@ -877,24 +876,23 @@ class PostgresJournal:
         self,
         cursor: Cursor,
         key: str,
-        target: State,
-        owner: str,
+        target: State | None,
+        allowed: Collection[State],
+        owner: str | None,
         now: datetime,
-        *,
-        start: bool = False,
-    ) -> JournalError:
-        """Why a move of ``key`` from SENDING (or its start mark) that changed no row was
-        refused."""
+    ) -> JournalError | None:
+        """Why a move of ``key`` that changed no row was refused; None when the row as it is
+        now refuses nothing (it changed since the move's statement)."""
         row = self._get(cursor, key)
         if row is None:
             return UnknownKeyError(key)
-        if row.state is not State.SENDING:
-            return IllegalTransitionError(key, row.state, target)
-        if row.lease_owner != owner or row.lease_expires_at is None or row.lease_expires_at <= now:
+        if row.state not in allowed:
+            return IllegalTransitionError(key, row.state, target or row.state)
+        if owner is not None and (
+            row.lease_owner != owner or row.lease_expires_at is None or row.lease_expires_at <= now
+        ):
             return LeaseLostError(key, owner)
-        if start:  # started already
-            return IllegalTransitionError(key, State.SENDING, State.SENDING)
-        return self._error(f"row {key!r} changed during the move to {target.value}")
+        return None
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None

@@ -779,36 +779,40 @@ class _Worker:
         # rows left out lost their claim meanwhile: another worker has them
         moved = set(self.store.mark_sending_many(list(ready), run.owner, batch.lease_seconds))
         queue = [row for row in rows if row.key in moved]
-        # the rows from this one on may not have started (the store releases only those that
-        # did not: a start is the store's fact, not this loop's)
-        left = len(queue)
+        # rows of the queue dealt with; those after it may not have started (the store releases
+        # only those that did not: a start is the store's fact, not this loop's)
+        done = 0
         try:
             for row in queue:
                 if run.halted or self.released:
                     break
-                if time.perf_counter() - began > HOLD_SECONDS and row is not queue[0]:
+                if time.perf_counter() - began > HOLD_SECONDS and done:
                     break  # the sends got slower: the rest go back to the other workers
                 sent = time.perf_counter()
                 if not self.send_row(row, ready[row.key]):
                     break
-                left -= 1
+                done += 1
                 run.moved()
                 took = time.perf_counter() - sent
                 self.per_send = took if self.per_send is None else 0.8 * self.per_send + 0.2 * took
         except BaseException:
-            # the store's failure (or the service's refusal) is what the caller sees; what
-            # this cannot record is looked up, what it cannot release is recovered (never
-            # started)
-            rest = queue[len(queue) - left :]
-            with contextlib.suppress(Exception):
-                self.flush()
-            with contextlib.suppress(Exception):
-                self.release_rest(rest)
+            self.finish_claim(queue[done:], quiet=True)
             raise
+        self.finish_claim(queue[done:], quiet=False)
+
+    def finish_claim(self, rest: list[Row], *, quiet: bool) -> None:
+        """Record the last answer and release those of ``rest`` never started. ``quiet`` while
+        the store's failure (or the service's refusal) is on its way to the caller: what this
+        cannot record is looked up, what it cannot release is recovered (never started)."""
+        guard: contextlib.AbstractContextManager[object] = (
+            contextlib.suppress(Exception) if quiet else contextlib.nullcontext()
+        )
         try:
-            self.flush()
+            with guard:
+                self.flush()
         finally:
-            self.release_rest(queue[len(queue) - left :])
+            with guard:
+                self.release_rest(rest)
 
     def release_rest(self, rest: list[Row]) -> None:
         """Release those of ``rest`` never started: nothing of them was sent."""

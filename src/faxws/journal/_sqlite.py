@@ -144,6 +144,8 @@ def _running(statements: Sequence[str]) -> Callable[[sqlite3.Connection], None]:
 _MIGRATIONS = {0: _running(_SCHEMA_V1), 1: _to_v2, 2: _running(_V2_TO_V3)}
 #: A row's ``sending_epoch`` when its start mark is synced, not tied to a boot.
 _SYNCED = "synced"
+#: A SENDING row that mark_sending_many moved and no start mark marked since.
+_NOT_STARTED = "started_at IS NULL AND reserved_attempt = attempt"
 
 
 def _boot_id() -> str | None:
@@ -222,6 +224,17 @@ def _limit(limit: int) -> int:
 
 def _marks(count: int) -> str:
     return ", ".join("?" * count)
+
+
+#: Keys one statement names in its IN list at most (SQLite limits a statement's parameters).
+_KEYS_AT_ONCE = 500
+
+
+def _key_lists(keys: Sequence[str]) -> Iterator[list[str]]:
+    """``keys``, each once and in order, in lists of at most :data:`_KEYS_AT_ONCE`."""
+    wanted = list(dict.fromkeys(keys))
+    for at in range(0, len(wanted), _KEYS_AT_ONCE):
+        yield wanted[at : at + _KEYS_AT_ONCE]
 
 
 class SqliteJournal:
@@ -355,6 +368,22 @@ class SqliteJournal:
         **values: Any,
     ) -> Row:
         """:meth:`_move` in the caller's transaction (at ``now``, by default the clock's)."""
+        return _row(
+            self._changed(key, target, sources, owner, lease_seconds, now, values, _COLUMNS)
+        )
+
+    def _changed(
+        self,
+        key: str,
+        target: State | None,
+        sources: Iterable[State],
+        owner: str | None,
+        lease_seconds: float | None,
+        now: float | None,
+        values: dict[str, Any],
+        returning: str,
+    ) -> Sequence[Any]:
+        """:meth:`_moved`, answering the ``returning`` columns of the row as moved."""
         allowed = [s for s in sources if target is None or target in TRANSITIONS[s]]
         if now is None:
             now = self._now()
@@ -376,10 +405,11 @@ class SqliteJournal:
             params += [owner, now]
         # the row as moved, from the statement that moved it (fetched to its end: a statement
         # still running would keep the transaction from committing)
-        found = self._db.execute(f"{query} RETURNING {_COLUMNS}", params).fetchall()
+        found = self._db.execute(f"{query} RETURNING {returning}", params).fetchall()
         if not found:
             raise self._refusal(key, target, allowed, owner)
-        return _row(found[0])
+        moved: Sequence[Any] = found[0]
+        return moved
 
     def _refusal(
         self, key: str, target: State | None, allowed: Collection[State], owner: str | None
@@ -554,8 +584,7 @@ class SqliteJournal:
             if lease_seconds is not None:
                 sets += ", lease_expires_at = ?"
                 values.append(now + lease_seconds)
-            for at in range(0, len(wanted), 500):
-                some = wanted[at : at + 500]
+            for some in _key_lists(wanted):
                 moved.update(
                     key
                     for (key,) in db.execute(
@@ -573,10 +602,11 @@ class SqliteJournal:
         with self._synced(self._epoch is None), self._write() as db:
             now = self._now()
             if submitted is not None:
-                self._record_submitted(db, submitted, owner, now)
+                # the answer before, recorded without reading its row back
+                self._submit(db, submitted, (State.SENDING,), owner, now, "key")
             started = db.execute(
-                "UPDATE faxes SET started_at = ?, updated_at = ? WHERE key = ?"
-                " AND state = 'sending' AND started_at IS NULL AND reserved_attempt = attempt"
+                "UPDATE faxes SET started_at = ?, updated_at = ? WHERE key = ?"  # noqa: S608
+                f" AND state = 'sending' AND {_NOT_STARTED}"
                 " AND lease_owner = ? AND lease_expires_at > ?",
                 (now, now, key, owner, now),
             ).rowcount
@@ -588,15 +618,13 @@ class SqliteJournal:
             raise refused
 
     def release_unstarted(self, keys: Sequence[str], owner: str) -> None:
-        wanted = list(dict.fromkeys(keys))
         with self._write() as db:
             now = self._now()
-            for at in range(0, len(wanted), 500):
-                some = wanted[at : at + 500]
+            for some in _key_lists(keys):
                 db.execute(
                     "UPDATE faxes SET state = 'pending', reason = NULL, lease_owner = NULL,"  # noqa: S608
                     f" lease_expires_at = NULL, updated_at = ? WHERE key IN ({_marks(len(some))})"
-                    " AND state = 'sending' AND started_at IS NULL AND reserved_attempt = attempt"
+                    f" AND state = 'sending' AND {_NOT_STARTED}"
                     " AND lease_owner = ? AND lease_expires_at > ?",
                     [now, *some, owner, now],
                 )
@@ -604,24 +632,6 @@ class SqliteJournal:
     def _started(self, key: str) -> bool:
         found = self._db.execute("SELECT started_at FROM faxes WHERE key = ?", (key,)).fetchone()
         return found is not None and found[0] is not None
-
-    def _record_submitted(
-        self, db: sqlite3.Connection, submitted: Submission, owner: str, now: float
-    ) -> None:
-        """:meth:`mark_submitted` of ``submitted`` in the caller's transaction, without
-        reading the row back."""
-        ids = [str(job_id) for job_id in submitted.job_ids]
-        check_at = submitted.check_at
-        when = now if check_at is None else _stamp(check_at, "check_at")
-        moved = db.execute(
-            "UPDATE faxes SET state = 'submitted', job_ids = ?, next_check_at = ?, checks = 0,"
-            " lease_owner = NULL, lease_expires_at = NULL, updated_at = ? WHERE key = ?"
-            " AND state = 'sending' AND lease_owner = ? AND lease_expires_at > ?",
-            (json.dumps(ids), when, now, submitted.key, owner, now),
-        ).rowcount
-        if moved != 1:
-            raise self._refusal(submitted.key, State.SUBMITTED, (State.SENDING,), owner)
-        db.executemany(_INSERT_JOB, [(job_id, submitted.key) for job_id in ids])
 
     def mark_submitted(
         self, key: str, owner: str, job_ids: Sequence[str], check_at: datetime | None = None
@@ -636,23 +646,28 @@ class SqliteJournal:
         job_ids: Sequence[str],
         check_at: datetime | None,
     ) -> Row:
-        ids = [str(job_id) for job_id in job_ids]
-        when = None if check_at is None else _stamp(check_at, "check_at")
+        submitted = Submission(key, tuple(job_ids), check_at)
         with self._write() as db:
-            now = self._now()
-            row = self._moved(
-                key,
-                State.SUBMITTED,
-                sources,
-                owner,
-                None,
-                now,
-                job_ids=json.dumps(ids),
-                next_check_at=now if when is None else when,
-                checks=0,
-            )
-            db.executemany(_INSERT_JOB, [(job_id, key) for job_id in ids])
-            return row
+            return _row(self._submit(db, submitted, sources, owner, self._now(), _COLUMNS))
+
+    def _submit(
+        self,
+        db: sqlite3.Connection,
+        submitted: Submission,
+        sources: Sequence[State],
+        owner: str | None,
+        now: float,
+        returning: str,
+    ) -> Sequence[Any]:
+        """The move of ``submitted`` to SUBMITTED, its job ids made findable, in the caller's
+        transaction; the ``returning`` columns of the row as moved."""
+        key, check_at = submitted.key, submitted.check_at
+        ids = [str(job_id) for job_id in submitted.job_ids]
+        when = now if check_at is None else _stamp(check_at, "check_at")
+        values = {"job_ids": json.dumps(ids), "next_check_at": when, "checks": 0}
+        found = self._changed(key, State.SUBMITTED, sources, owner, None, now, values, returning)
+        db.executemany(_INSERT_JOB, [(job_id, key) for job_id in ids])
+        return found
 
     def mark_failed(self, key: str, owner: str, reason: str) -> Row:
         return self._move(key, State.FAILED, (State.SENDING,), owner, reason=reason)
@@ -721,8 +736,7 @@ class SqliteJournal:
         with self._write() as db:
             now = self._now()
             found = db.execute(
-                "SELECT key, state, started_at IS NULL AND reserved_attempt = attempt,"
-                " sending_epoch FROM faxes"
+                f"SELECT key, state, {_NOT_STARTED}, sending_epoch FROM faxes"  # noqa: S608
                 " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= ? ORDER BY seq",
                 (now,),
             ).fetchall()
