@@ -45,6 +45,29 @@ def wait_for(condition: Callable[[], object], proc: subprocess.Popen[str], what:
         time.sleep(0.01)
 
 
+def interrupted(
+    args: list[str], env: dict[str, str], ready: Callable[[int], object], what: str
+) -> tuple[int, str, str]:
+    """``faxws ARGS`` sent SIGINT (Ctrl-C) once ``ready(pid)``: its exit code, stdout and
+    stderr."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "faxws", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            wait_for(lambda: ready(proc.pid), proc, what)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize(
     ("extra", "given_id"),
     [([], None), (["--json"], None), (["--json", "--request-id", "ctrl-c-7"], "ctrl-c-7")],
@@ -62,23 +85,12 @@ def test_ctrl_c_during_send_says_the_fax_may_have_been_delivered(
         "FAXWS_USER_ID": DEMO_USER_ID,
         "FAXWS_PIN": DEMO_PIN,
     }
-    with subprocess.Popen(
-        [sys.executable, "-m", "faxws", "send", "--to", "+1 555 0100", str(pdf), *extra],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            wait_for(
-                lambda: faxws_simulator.requests_for("SendFax"), proc, "the simulator got the job"
-            )
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+    code, out, err = interrupted(
+        ["send", "--to", "+1 555 0100", str(pdf), *extra],
+        env,
+        lambda _: faxws_simulator.requests_for("SendFax"),
+        "the simulator got the job",
+    )
     [request] = faxws_simulator.requests_for("SendFax")
     request_id = request.header("x-ch-request-id")
     assert request_id is not None
@@ -86,7 +98,7 @@ def test_ctrl_c_during_send_says_the_fax_may_have_been_delivered(
         assert uuid.UUID(request_id).version == 4  # chosen by the CLI, so it can be reported
     else:
         assert request_id == given_id
-    assert proc.returncode == 130
+    assert code == 130
     assert err.splitlines() == [MAYBE_DELIVERED.format(request_id)]
     if "--json" in extra:
         assert json.loads(out) == {
@@ -202,22 +214,12 @@ def _unanswered_port() -> Iterator[int]:
 def _interrupt(
     args: list[str], env: dict[str, str], ready: Callable[[int], object]
 ) -> tuple[int, str, str]:
-    with subprocess.Popen(
-        [sys.executable, "-m", "faxws", *args, "--request-id", "r-int", "--timeout", "60"],
-        env={**CLEAN_ENV, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            wait_for(lambda: ready(proc.pid), proc, "the moment to press Ctrl-C")
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return proc.returncode, out, err
+    return interrupted(
+        [*args, "--request-id", "r-int", "--timeout", "60"],
+        {**CLEAN_ENV, **env},
+        ready,
+        "the moment to press Ctrl-C",
+    )
 
 
 COMMANDS = {

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,24 @@ def add(batch: Batch, pdf: Path, count: int, *numbers: str, prefix: str = "fax")
     return keys
 
 
+def runs_made(
+    monkeypatch: pytest.MonkeyPatch, then: Callable[[Any], object] | None = None
+) -> list[Any]:
+    """Each run a Batch makes from now on (its private ``_Run``), ``then`` called on it as it
+    is made."""
+    runs: list[Any] = []
+    made = _runner._Run.__init__
+
+    def init(run: Any, *args: Any, **kwargs: Any) -> None:
+        made(run, *args, **kwargs)
+        runs.append(run)
+        if then is not None:
+            then(run)
+
+    monkeypatch.setattr(_runner._Run, "__init__", init)
+    return runs
+
+
 def states(batch: Batch) -> dict[State, int]:
     return {s: n for s, n in batch.counts().items() if n}
 
@@ -148,13 +166,7 @@ def test_the_runs_thread_is_woken_for_each_row_only_to_report_progress(
             wakes.append(1)
             super().set()
 
-    made = _runner._Run.__init__
-
-    def init(run: Any, *args: Any, **kwargs: Any) -> None:
-        made(run, *args, **kwargs)
-        run.changed = Counted()
-
-    monkeypatch.setattr(_runner._Run, "__init__", init)
+    runs_made(monkeypatch, lambda run: setattr(run, "changed", Counted()))
     client = client_for(sim)
     batch = batch_for(store, client, fake)
     add(batch, pdf, 40)
@@ -1143,14 +1155,7 @@ def test_a_send_slot_given_back_is_not_kept_by_the_leases_keeper(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_runner, "CLAIM_SECONDS", 3600.0)
-    runs: list[Any] = []
-    made = _runner._Run.__init__
-
-    def init(run: Any, *args: Any, **kwargs: Any) -> None:
-        made(run, *args, **kwargs)
-        runs.append(run)
-
-    monkeypatch.setattr(_runner._Run, "__init__", init)
+    runs = runs_made(monkeypatch)
 
     class Checking(Delegate):
         """The store, checking as each send starts that no other row holds a slot."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import requests
+from wire import exchange
 
 from faxws import AuthenticationError, FaxClient, FaxFile, FileType, Recipient, ServiceError
 from faxws.pytest_plugin import SimulatorFactory
@@ -630,19 +631,6 @@ def test_calls_look_jobs_up_by_key_without_scanning(faxws_simulator: FaxWSSimula
     assert len(state.requests) == 4
 
 
-def _raw(sim: FaxWSSimulator, request: bytes) -> bytes:
-    """Send raw bytes; everything the simulator answers until it closes or goes quiet."""
-    import socket
-
-    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
-        sock.sendall(request)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
-
-
 def test_the_api_answers_only_to_its_own_host_names(faxws_simulator: FaxWSSimulator) -> None:
     rebound = {"Host": f"evil.example:{faxws_simulator.port}", **CLIENT}
     for method, path in (("GET", "/api/jobs"), ("DELETE", "/api/jobs"), ("GET", "/")):
@@ -668,7 +656,7 @@ def test_a_body_without_a_plain_length_is_refused_and_never_read_as_a_request(
     with client(faxws_simulator) as c:
         c.send_fax(["+1 5"], [FaxFile(PDF, FileType.PDF)])
     body = b"%x\r\n" % len(smuggled) + smuggled + b"\r\n0\r\n\r\n"
-    answer = _raw(
+    answer = exchange(
         faxws_simulator,
         b"POST /fax/v5 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/xml\r\n"
         + header.encode()
@@ -736,9 +724,9 @@ def test_every_request_gets_one_log_line_even_when_the_server_refuses_its_first_
 ) -> None:
     caplog.set_level("INFO", logger="faxws.simulator")
     long_line = b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n"
-    assert _raw(faxws_simulator, long_line).startswith(b"HTTP/1.1 414")
+    assert exchange(faxws_simulator, long_line).startswith(b"HTTP/1.1 414")
     escape = b"GET /\x1b[2Jfake HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ch-request-id: a\x1bb\r\n\r\n"
-    assert _raw(faxws_simulator, escape).startswith(b"HTTP/1.1 404")
+    assert exchange(faxws_simulator, escape).startswith(b"HTTP/1.1 404")
     lines = [r.getMessage() for r in caplog.records if r.name == "faxws.simulator"]
     assert lines == [
         "- - - 414 request_id=-",

@@ -7,7 +7,6 @@ origin in headless Chromium: nothing is changed, no document is shown, no stream
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 import requests
 from chromium import launched
+from wire import exchange
 
 from faxws import FaxClient, FaxFile, FileType
 from faxws.testing import DEMO_PIN, DEMO_USER_ID, Fault, FaxWSSimulator
@@ -123,16 +123,6 @@ def test_the_simulator_own_pages_a_link_and_tools_are_served(
     assert answer.headers["Cross-Origin-Resource-Policy"] == "same-origin"
 
 
-def _raw(sim: FaxWSSimulator, request: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
-        sock.sendall(request)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
-
-
 @pytest.mark.parametrize(
     "request_",
     [
@@ -144,7 +134,7 @@ def _raw(sim: FaxWSSimulator, request: bytes) -> bytes:
 def test_a_request_with_two_host_names_is_refused(sim: FaxWSSimulator, request_: bytes) -> None:
     """RFC 9112 section 3.2: which of two is meant is anyone's guess (one may be a rebinding
     page's)."""
-    answer = _raw(sim, request_)
+    answer = exchange(sim, request_)
     assert answer.startswith(b"HTTP/1.1 403 ")
     assert answer.endswith(b"the inbox and API answer only to the simulator's own host name\n")
 

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from wire import exchange
 
 from faxws._protocol.reader import read_payload, soap_payload
 from faxws._protocol.request_reader import RequestReader
@@ -54,18 +55,6 @@ def request(headers: str, body: bytes = REPORT, line: str = "POST /fax/v5 HTTP/1
     """A request with ``headers`` (CRLF-separated lines) and a Content-Length for ``body``."""
     length = f"Content-Length: {len(body)}\r\n" if body else ""
     return f"{line}\r\n{headers}{length}\r\n".encode("latin-1") + body
-
-
-def exchange(sim: FaxWSSimulator, data: bytes) -> bytes:
-    """Send ``data`` and end the sending side; everything the simulator answers until it
-    closes."""
-    with socket.create_connection(("127.0.0.1", sim.port), timeout=30) as sock:
-        sock.sendall(data)
-        sock.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
 
 
 class _Trickle(io.RawIOBase):
