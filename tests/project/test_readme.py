@@ -100,8 +100,17 @@ def test_links_are_absolute_and_every_guide_page_is_linked() -> None:
 
 
 def test_it_names_no_file_the_wheel_does_not_ship() -> None:
-    for path in ("tests/", "examples/", "scripts/", "benchmarks/", "Makefile", "make "):
+    for path in ("tests/", "examples/", "scripts/", "benchmarks/", "Makefile"):
         assert path not in README, path
+    # `make` runs only in a clone: the one paragraph that names it says so
+    naming = [p for p in README.split("\n\n") if "make " in p]
+    assert len(naming) == 1, naming
+    assert "In a clone of the repository" in naming[0], naming[0]
+    assert "`make test`" in naming[0]
+
+
+def test_it_says_near_the_top_how_to_run_the_tests_of_a_clone() -> None:
+    assert "`make test`" in README[: README.index("## Install")]
 
 
 def test_the_docs_site_has_every_page_in_its_navigation() -> None:
