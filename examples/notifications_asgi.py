@@ -3,9 +3,10 @@
     FAXWS_NOTIFY_USER=notify FAXWS_NOTIFY_PASSWORD=... uvicorn notifications_asgi:app
 
 Give each job the same user and password as NotifyAuthUser and NotifyAuthPassword, and serve
-the app over HTTPS. It answers as the WSGI example does: 401 before reading the body when the
-push lacks those HTTP Basic credentials, 413 as soon as the body passes ``max_bytes`` (the rest
-is not read), 400 when it cannot be read, 204 otherwise, after awaiting ``on_final`` with a final
+the app over HTTPS. It answers as ``faxws.notifications.wsgi_app`` does: 401 before reading the
+body when the push lacks those HTTP Basic credentials, 413 as soon as the body passes
+``max_bytes`` (the rest is not read), 400 when it cannot be read, 500 when ``on_final`` raised
+(the service pushes again later), 204 otherwise, after awaiting ``on_final`` with a final
 event. A sender that goes away mid-body gets no answer, and its cut body is not read.
 
 An asyncio server serves each connection as a task of its own, so a silent connection holds
@@ -82,7 +83,11 @@ def make_app(
                         body, pairs, credentials=credentials, max_bytes=max_bytes
                     )
                     if event.final:
-                        await on_final(event)
+                        try:
+                            await on_final(event)
+                        except Exception:  # any failure: the service pushes again
+                            status, text = 500, "the push could not be handled"
+                            headers = [(b"content-type", b"text/plain; charset=utf-8")]
         except NotificationAuthError:
             status, headers = 401, [(b"www-authenticate", b'Basic realm="faxws"')]
         except NotificationError as exc:

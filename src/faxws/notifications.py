@@ -36,6 +36,8 @@ unreadable answer to a call of faxws's, which may have been delivered); its subc
 :class:`NotificationAuthError` is no ``AuthenticationError`` (the service refusing faxws's own
 credentials). Messages quote at most a short excerpt of what was received, the password masked
 (and so is the credentials' HTTP Basic token).
+:func:`wsgi_app` is a whole receiver as a WSGI application (any WSGI server, or the standard
+library's ``wsgiref``), handing each final event to a callable of yours.
 :func:`render_notification` writes an event as the service would (the simulator's pushes).
 """
 
@@ -50,7 +52,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from email.parser import BytesFeedParser, HeaderParser
 from typing import Any, Literal, NoReturn
@@ -74,13 +76,17 @@ __all__ = [
     "Flavour",
     "NotificationAuthError",
     "NotificationError",
+    "WSGIApp",
     "check_credentials",
     "parse_notification",
     "render_notification",
+    "wsgi_app",
 ]
 
 Flavour = Literal["form", "multipart", "soap"]
 _Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+#: A WSGI application (PEP 3333), as :func:`wsgi_app` makes one.
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 #: The largest body :func:`parse_notification` reads by default (64 MiB).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -258,6 +264,77 @@ def parse_notification(
             shown = redact(refused.shown[: _EXCERPT + 12 * len("".join(masked))], masked)
             problem += ": " + repr(shown[:_EXCERPT] + ("…" if len(shown) > _EXCERPT else ""))
         raise NotificationError(refused.field, problem) from None
+
+
+def wsgi_app(
+    on_final: Callable[[DeliveryNotification], object],
+    credentials: tuple[str, str],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> WSGIApp:
+    """A WSGI application receiving pushes: each final event (the job delivered or failed) of
+    a push carrying ``credentials`` (the jobs' NotifyAuthUser and NotifyAuthPassword) as HTTP
+    Basic credentials is handed to ``on_final``. It answers
+
+    - 405 to anything but a POST;
+    - 401 when the credentials are missing or wrong, before the body is read;
+    - 411 without a decimal Content-Length; 413 when that is over ``max_bytes`` (the body is
+      not read);
+    - 400 when the body is shorter than its Content-Length or cannot be read as a push (the
+      text names the field and the problem, the password masked);
+    - 500 when ``on_final`` raised (logged with the exception's type only): the service pushes
+      again later, so an event is acknowledged only once it was handled;
+    - 204 otherwise; an event of a job still in progress is acknowledged and dropped.
+    """
+    if not callable(on_final):
+        raise BadInputError("on_final", "must be callable")
+    expected = _expected(credentials)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        raise BadInputError("max_bytes", "must be a whole number of bytes, 0 or more")
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        def answer(status: str, *headers: tuple[str, str], text: str = "") -> list[bytes]:
+            body = text.encode("utf-8")
+            if not status.startswith("204"):  # a 204 has no body, nor any length
+                headers += (("Content-Length", str(len(body))),)
+                if body:
+                    headers += (("Content-Type", "text/plain; charset=utf-8"),)
+            start_response(status, list(headers))
+            return [body]
+
+        if environ.get("REQUEST_METHOD") != "POST":
+            return answer("405 Method Not Allowed", ("Allow", "POST"))
+        # WSGI gives the request's headers as HTTP_* keys, and Content-Type apart.
+        headers = [(k[5:].replace("_", "-"), v) for k, v in environ.items() if k[:5] == "HTTP_"]
+        if environ.get("CONTENT_TYPE"):
+            headers.append(("Content-Type", environ["CONTENT_TYPE"]))
+        try:
+            check_credentials(headers, expected)
+        except NotificationAuthError:
+            return answer("401 Unauthorized", ("WWW-Authenticate", 'Basic realm="faxws"'))
+        length = environ.get("CONTENT_LENGTH") or ""
+        if not (length.isascii() and length.isdigit()):
+            return answer("411 Length Required")
+        if int(length) > max_bytes:
+            return answer("413 Content Too Large")
+        body = environ["wsgi.input"].read(int(length))
+        try:
+            if len(body) < int(length):  # the sender went away: a cut form may still parse
+                raise NotificationError("body", "is shorter than its Content-Length")
+            event = parse_notification(body, headers, credentials=expected, max_bytes=max_bytes)
+        except NotificationError as exc:
+            return answer("400 Bad Request", text=str(exc))
+        if event.final:
+            try:
+                on_final(event)
+            except Exception as exc:  # any failure: the service pushes again
+                from faxws._log import logger
+
+                logger.warning("push for job %s not handled: %s", event.job_id, type(exc).__name__)
+                return answer("500 Internal Server Error", text="the push could not be handled")
+        return answer("204 No Content")
+
+    return app
 
 
 def _secrets(credentials: tuple[str, str]) -> list[str]:

@@ -1,5 +1,6 @@
-"""The receivers in examples/ answer as their docstrings say: the WSGI one through a real
-wsgiref server on a loopback port, the ASGI one called with scripted receive and send."""
+"""The receivers answer as their docstrings say: ``faxws.notifications.wsgi_app`` through a
+real wsgiref server on a loopback port (and on the server examples/notifications_wsgi.py runs),
+the ASGI example in examples/ called with scripted receive and send."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 import pytest
 from notification_cases import CREDENTIALS, EVENT, IMAGE, PASSWORD, USER, basic
 
-from faxws.notifications import DeliveryNotification, render_notification
+from faxws.errors import BadInputError
+from faxws.notifications import DeliveryNotification, render_notification, wsgi_app
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-LIMIT = 4096  # the examples' max_bytes here
+LIMIT = 4096  # the receivers' max_bytes here
 TIMEOUT = 10
 
 
@@ -50,11 +52,29 @@ class QuietHandler(WSGIRequestHandler):
         pass
 
 
+class Handler:
+    """What a receiver hands final events to: it keeps them, or raises while ``failing``."""
+
+    def __init__(self) -> None:
+        self.received: list[DeliveryNotification] = []
+        self.failing: Exception | None = None
+
+    def __call__(self, event: DeliveryNotification) -> None:
+        if self.failing is not None:
+            raise self.failing
+        self.received.append(event)
+
+
 @pytest.fixture
-def wsgi() -> Iterator[tuple[int, list[DeliveryNotification]]]:
-    """The example's app served on 127.0.0.1, and the events it handed on."""
-    received: list[DeliveryNotification] = []
-    app = load("notifications_wsgi").make_app(CREDENTIALS, received.append, max_bytes=LIMIT)
+def handler() -> Handler:
+    return Handler()
+
+
+@pytest.fixture
+def wsgi(handler: Handler) -> Iterator[tuple[int, list[DeliveryNotification]]]:
+    """``wsgi_app`` served on 127.0.0.1, and the events it handed on."""
+    received = handler.received
+    app = wsgi_app(handler, CREDENTIALS, max_bytes=LIMIT)
     server = make_server("127.0.0.1", 0, app, handler_class=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
@@ -186,6 +206,23 @@ def test_wsgi_only_post_is_answered(wsgi: tuple[int, list[DeliveryNotification]]
     assert (status, headers["Allow"]) == (405, "POST")
 
 
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"on_final": "print", "credentials": CREDENTIALS}, "on_final"),
+        ({"on_final": print, "credentials": (USER,)}, "credentials"),
+        ({"on_final": print, "credentials": ("a:b", PASSWORD)}, "credentials"),
+        ({"on_final": print, "credentials": CREDENTIALS, "max_bytes": -1}, "max_bytes"),
+        ({"on_final": print, "credentials": CREDENTIALS, "max_bytes": True}, "max_bytes"),
+    ],
+)
+def test_wsgi_app_checks_its_arguments(arguments: dict[str, Any], field: str) -> None:
+    with pytest.raises(BadInputError) as caught:
+        wsgi_app(**arguments)
+    assert caught.value.field == field
+    assert PASSWORD not in str(caught.value)
+
+
 @pytest.fixture
 def script_server(
     monkeypatch: pytest.MonkeyPatch,
@@ -194,7 +231,7 @@ def script_server(
     module = load("notifications_wsgi")
     monkeypatch.setattr(module.TimedHandler, "log_message", lambda *args: None)
     received: list[DeliveryNotification] = []
-    server = module.serve(module.make_app(CREDENTIALS, received.append), 0)
+    server = module.serve(wsgi_app(received.append, CREDENTIALS), 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
@@ -280,11 +317,13 @@ def run_asgi(
     *,
     method: str = "POST",
     disconnect: bool = False,
+    handler: Handler | None = None,
 ) -> tuple[Script, list[DeliveryNotification]]:
-    received: list[DeliveryNotification] = []
+    handed = Handler() if handler is None else handler
+    received = handed.received
 
     async def on_final(event: DeliveryNotification) -> None:
-        received.append(event)
+        handed(event)
 
     app = load("notifications_asgi").make_app(CREDENTIALS, on_final, max_bytes=LIMIT)
     script = Script(chunks, disconnect=disconnect)
@@ -296,6 +335,43 @@ def run_asgi(
     }
     asyncio.run(asyncio.wait_for(app(scope, script.receive, script.send), TIMEOUT))
     return script, received
+
+
+@pytest.mark.parametrize("face", ["wsgi", "asgi"])
+@pytest.mark.parametrize(
+    "failure",
+    [RuntimeError("database is locked"), ValueError(PASSWORD)],
+    ids=["an error", "an error quoting the password"],
+)
+def test_a_handler_that_raises_gets_500_and_the_push_is_taken_when_sent_again(
+    wsgi: tuple[int, list[DeliveryNotification]],
+    handler: Handler,
+    face: str,
+    failure: Exception,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Acknowledged only once handled: the service pushes again after a 500. What is logged
+    and answered names the failure's type at most, never its text."""
+    headers, body = render_notification(FAILED, credentials=CREDENTIALS)
+
+    def push() -> tuple[int | None, bytes]:
+        if face == "asgi":
+            script, _ = run_asgi(headers, [body], handler=handler)
+            return script.status, script.body
+        status, _, text = post(wsgi[0], headers, body)
+        return status, text
+
+    handler.failing = failure
+    with caplog.at_level("DEBUG"):
+        assert push() == (500, b"the push could not be handled")
+    logged = [r.getMessage() for r in caplog.records]
+    if face == "wsgi":
+        assert logged == [f"push for job {FAILED.job_id} not handled: {type(failure).__name__}"]
+    assert not [line for line in logged if PASSWORD in line]
+    assert handler.received == []
+    handler.failing = None
+    assert push()[0] == 204
+    assert handler.received == [FAILED]
 
 
 def split(body: bytes, size: int = 100) -> list[bytes]:
