@@ -82,14 +82,17 @@ class Conn:
         return head
 
     def read_request(
-        self, *, pause: threading.Event | None = None, keep: bool = True
+        self, *, pause: threading.Event | None = None, keep: bool = True, interim: bytes = b""
     ) -> Received | None:
         """Read one request; with ``pause``, read the head and wait for the event before
         reading the body (so that the client is still sending when the test acts); with
-        ``keep=False``, count the body's bytes without keeping them."""
+        ``keep=False``, count the body's bytes without keeping them; ``interim`` is sent once
+        the head is read, before the body is."""
         head = self.read_head()
         if head is None:
             return None
+        if interim:
+            self.send(interim)
         if pause is not None:
             self.server.headers_read.set()
             pause.wait(WAIT)

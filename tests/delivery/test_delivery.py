@@ -303,6 +303,63 @@ def test_interim_responses_are_read_past_to_the_final_answer(
     assert len(server.received) == 1
 
 
+@pytest.mark.parametrize(
+    "interim",
+    [
+        b"HTTP/1.1 100 Continue\r\n\r\n",
+        b"HTTP/1.1 102 Processing\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nX-A: b\r\n\r\n",
+    ],
+    ids=["100", "102", "100+102"],
+)
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_interim_responses_sent_while_the_body_arrives_are_read_past(
+    interim: bytes,
+    tls: bool,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
+) -> None:
+    """A server may send interim answers at any time: one that comes while a large document
+    is still being written is no early answer, and the final answer after the body is the
+    call's."""
+
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_request(interim=interim, keep=False)
+        conn.send(ANSWER)
+
+    server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10)
+    client = client_for(server, ca_file, face)
+    document = FaxFile(b"\0" * (16 << 20), 101)  # far more than the socket buffers hold
+    assert client.send_fax(["+1 555 0100"], [document]).job_ids == ("J1",)
+    assert [r.complete for r in server.received] == [True]
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_a_large_document_on_a_new_connection_gets_its_answer(
+    tls: bool,
+    serve: Callable[..., ScriptedServer],
+    server_tls: ssl.SSLContext,
+    ca_file: str,
+    face: Face,
+) -> None:
+    """What a TLS 1.3 server sends after the handshake (session tickets) arrives while the
+    first request's body is written: records without application data, no early answer."""
+
+    def script(conn: Conn) -> None:
+        conn.handshake()
+        conn.read_request(keep=False)
+        conn.send(ANSWER)
+
+    server = serve(script, tls=server_tls if tls else None)
+    client = client_for(server, ca_file, face)
+    document = FaxFile(b"%PDF-1.4\n" + b"\0" * (3 << 20), 101)  # streamed, in parts
+    assert client.send_fax(["+1 555 0100"], [document]).job_ids == ("J1",)
+    assert [r.complete for r in server.received] == [True]
+
+
 # -- before the first byte: nothing sent, tried again -------------------------------------
 
 

@@ -18,7 +18,14 @@ drops the connection.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import socket
+import ssl
+import struct
+import tempfile
+import termios
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -147,4 +154,80 @@ def test_bytes_that_arrive_after_the_pool_check_are_caught_before_the_first_writ
     finally:
         client.close()
     assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-1", "rid-2"]
+    assert server.connections == 2
+
+
+FAKE_ANSWER = reply(send_response(["J-NOT-YOURS"])).replace(b"close", b"keep-alive")
+
+
+def unacknowledged(sock: socket.socket) -> int:
+    """Bytes written to ``sock`` that its peer has not acknowledged yet (Linux's SIOCOUTQ)."""
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_an_answer_sent_on_a_new_connection_before_its_request_is_never_taken(
+    tls: bool, serve: Callable[..., ScriptedServer], face: Face, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server (or a middlebox) that answers as soon as a connection is open answers no
+    request of the client's: the request goes out on a new connection and gets its own
+    answer. The client is held until the early answer reached its socket."""
+    import trustme
+
+    from faxws._http import async_transport, sync_transport
+
+    ca = trustme.CA()
+    context = None
+    if tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("localhost").configure_cert(context)
+    sent_early = threading.Event()
+    served = 0
+
+    def script(conn: Conn) -> None:
+        nonlocal served
+        served += 1
+        conn.handshake()
+        if served == 1:
+            conn.send(FAKE_ANSWER)
+            # Until the client's end acknowledged every byte: then they are in its socket.
+            deadline = time.monotonic() + WAIT
+            while unacknowledged(conn.sock) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            sent_early.set()
+            conn.hold()
+            return
+        conn.read_request()
+        conn.send(ANSWER_2)
+
+    connect = sync_transport._RecordingConnection.connect
+
+    def held_connect(self: object) -> None:
+        connect(self)  # type: ignore[arg-type]
+        assert sent_early.wait(WAIT)
+
+    send = async_transport._Request.send
+
+    async def held_send(self: object, conn: object) -> object:
+        assert sent_early.wait(WAIT)
+        return await send(self, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_transport._RecordingConnection, "connect", held_connect)
+    monkeypatch.setattr(async_transport._Request, "send", held_send)
+    server = serve(script, tls=context)
+    with tempfile.TemporaryDirectory() as folder:
+        verify: object = True
+        if tls:
+            verify = f"{folder}/ca.pem"
+            ca.cert_pem.write_to_path(str(verify))
+        client = face.client(
+            server.url("localhost"),
+            user_id="mbx-idle",
+            pin="4321",
+            retries=0,
+            timeout=(5, 5),
+            verify=verify,
+        )
+        assert call(client, "rid-1") == ("J2",)
+    assert [r.header("x-ch-request-id") for r in server.requests] == ["rid-1"]
     assert server.connections == 2

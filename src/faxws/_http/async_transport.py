@@ -313,6 +313,13 @@ class _Request(aiohttp.ClientRequest):
                 or (protocol.answered and _has_input(transport))
             ):
                 raise _StaleConnectionError
+            if not protocol.answered and _has_input(transport):
+                # A new connection with input: two passes of the loop read it in (a TLS
+                # server's session tickets are nothing; an answer or a close spoils it).
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                if transport.is_closing() or protocol.spoiled or protocol.should_close:
+                    raise _StaleConnectionError
             protocol.interim = 0
             protocol.owner = sent  # from here, what arrives before the first byte is stale
             protocol.setup = None

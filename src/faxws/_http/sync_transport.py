@@ -50,12 +50,52 @@ __all__ = ["HttpTransport", "failure", "forget_connections", "new_session", "rea
 class _Progress:
     """What one send did on the wire."""
 
-    __slots__ = ("early", "written")
+    __slots__ = ("early", "received", "written")
 
     def __init__(self) -> None:
         self.written = False
-        #: Something arrived before the whole request was written: no answer to it.
+        #: A final answer (or a close) arrived before the whole request was written.
         self.early = False
+        #: Bytes of the answer read while the request was being written, read again first.
+        self.received = b""
+
+
+def _arrived(sock: socket.socket) -> bytes | None:
+    """What the peer sent that is there to read now, without waiting: application bytes
+    (one read's worth), ``b""`` for none, None for a close or a reset. TLS records that carry
+    none (session tickets, which a TLS 1.3 server sends after the handshake) are taken in
+    and are nothing, where a readable socket alone would be something."""
+    if not wait_for_read(sock, timeout=0.0):
+        return b""
+    timeout = sock.gettimeout()
+    sock.settimeout(0.0)
+    try:
+        return sock.recv(65536) or None
+    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
+        return b""
+    except OSError:
+        return None
+    finally:
+        sock.settimeout(timeout)
+
+
+_INTERIM_STATUS = re.compile(rb"HTTP/\d\.\d 1(?!01)\d\d[ \r]")
+
+
+def _interim_only(received: bytes) -> bool:
+    """Whether ``received`` is interim (1xx) answers alone, the last perhaps not whole yet:
+    a server may send them while the request's body is still arriving."""
+    rest = received
+    while rest:
+        if len(rest) < 13:  # "HTTP/1.1 100 " cannot tell yet
+            return b"HTTP/1.1 100 ".startswith(rest[:5]) or rest.startswith(b"HTTP/")
+        if not _INTERIM_STATUS.match(rest):
+            return False
+        end = rest.find(b"\r\n\r\n")
+        if end < 0:
+            return True
+        rest = rest[end + 4 :]
+    return True
 
 
 _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
@@ -68,9 +108,10 @@ class _AnswerDeadline(io.RawIOBase):
     time-out; only later ones set what is left (each ``settimeout`` is a system call that
     lets go of the GIL)."""
 
-    def __init__(self, fp: io.BufferedReader, sock: socket.socket) -> None:
+    def __init__(self, fp: io.BufferedReader, sock: socket.socket, first: bytes = b"") -> None:
         # http.client's file, closed with this one: the socket counts its open files.
         self._fp = fp
+        self._first = first  # read while the request was written: the answer starts with it
         self._raw = cast(socket.SocketIO, fp.raw)
         self._sock = sock
         self._timeout: float | None = None
@@ -96,7 +137,7 @@ class _AnswerDeadline(io.RawIOBase):
         """Whether anything but empty lines (which HTTP parsers skip between answers) was
         received past the answer's end, in ``buffered`` or TLS's buffer; reads no more."""
         self._ended = True
-        if buffered.peek(1).strip(b"\r\n"):
+        if self._first.strip(b"\r\n") or buffered.peek(1).strip(b"\r\n"):
             return True
         return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
 
@@ -109,6 +150,11 @@ class _AnswerDeadline(io.RawIOBase):
     def readinto(self, buffer: Any) -> int | None:
         if self._ended:
             return 0
+        if self._first:
+            n = min(len(buffer), len(self._first))
+            buffer[:n] = self._first[:n]
+            self._first = self._first[n:]
+            return n
         if self._timeout is not None:
             now = time.monotonic()
             if self._deadline is None:
@@ -139,7 +185,10 @@ class _FinalResponse(http.client.HTTPResponse):
     def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
         super().__init__(sock, *args, **kwargs)
         self._sock = sock
-        self._raw_in = _AnswerDeadline(self.fp, sock)
+        progress, first = _progress.get(), b""
+        if progress is not None:
+            first, progress.received = progress.received, b""
+        self._raw_in = _AnswerDeadline(self.fp, sock, first)
         self.fp = io.BufferedReader(self._raw_in)
 
     def begin(self) -> None:
@@ -213,14 +262,8 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
         head, self._head = self._head, None
         progress = _progress.get()
         if head is None:  # a later part of the body: has an answer come before its end?
-            if (
-                progress is not None
-                and progress.written
-                and not progress.early
-                and self.sock is not None
-                and wait_for_read(self.sock, timeout=0.0)
-            ):
-                progress.early = True
+            if progress is not None and progress.written and not progress.early:
+                self._look_for_an_answer(progress)
         else:
             self._fresh_if_spoiled()
             if isinstance(data, (bytes, memoryview)) and memoryview(data).nbytes <= _JOIN_LIMIT:
@@ -245,14 +288,31 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
                 progress.written = True
             view = view[n:]
 
-    def _fresh_if_spoiled(self) -> None:
-        """Anything that arrived on a reused connection since urllib3 checked it (a thread may
-        wait long for the GIL) answers no request written here: use a new connection."""
+    def _look_for_an_answer(self, progress: _Progress) -> None:
+        """Takes in what arrived while the body is being written: interim answers may come
+        at any time; a final answer (or a close) before the body's end answers no request."""
         sock = self.sock
-        if self._requests > 1 and sock is not None and wait_for_read(sock, timeout=0.0):
+        if sock is None:
+            return
+        arrived = _arrived(sock)
+        if arrived is None:
+            progress.early = True
+        elif arrived:
+            progress.received += arrived
+            progress.early = not _interim_only(progress.received)
+
+    def _fresh_if_spoiled(self) -> None:
+        """Anything that arrived before the request's first byte (on a reused connection since
+        urllib3 checked it, or on a new one right after its set-up) answers no request written
+        here: the request goes on a new connection, and a second such one is an error."""
+        for _ in range(2):
+            sock = self.sock
+            if sock is None or _arrived(sock) == b"":
+                return
             self.sock = None
             sock.close()
             self.connect()
+        raise ConnectionError("the server sent an answer before any request on two connections")
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         self._requests += 1
