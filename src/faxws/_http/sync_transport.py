@@ -151,10 +151,10 @@ class _AnswerDeadline(io.RawIOBase):
         if self._ended:
             return 0
         if self._first:
-            n = min(len(buffer), len(self._first))
-            buffer[:n] = self._first[:n]
-            self._first = self._first[n:]
-            return n
+            size = min(len(buffer), len(self._first))
+            buffer[:size] = self._first[:size]
+            self._first = self._first[size:]
+            return size
         if self._timeout is not None:
             now = time.monotonic()
             if self._deadline is None:
