@@ -417,6 +417,38 @@ def test_an_answer_after_the_row_was_settled_by_its_reference_ends_nothing(
     client.close()
 
 
+def test_an_answer_after_the_row_went_to_review_is_recorded_there(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
+) -> None:
+    """The worker stalled past its lease with its send on the way; the look-ups found no job
+    and the row went to review. The answer that comes after all is what a person needs: the
+    row keeps it (job ids, a reason saying it was sent), so that nobody sends it again."""
+    client, spy = spied_client(sim, fake)
+    batch = batch_for(store, client, fake)
+
+    def review_meanwhile(operation: str, request: Request, response: Response) -> Response:
+        if operation == "SendFaxEx":
+            (row,) = store.rows_in(State.SENDING)
+            fake.advance(batch.lease_seconds + 1)
+            store.recover()
+            store.mark_needs_review(row.key, "the service has no job with its reference")
+        return response
+
+    spy.after = review_meanwhile
+    batch.add("late", spec(pdf))
+    batch.run(wait=False)
+    (row,) = store.rows_in(State.NEEDS_REVIEW)
+    ((job_id,),) = [job.job_ids for job in sim.jobs]
+    assert row.job_ids == (job_id,)
+    assert row.reason == (
+        f"sent: the service accepted it ({job_id}) after it was put in review (the service"
+        " has no job with its reference); do not send it again"
+    )
+    assert store.by_job_id(job_id) == row
+    assert calls(sim, "SendFaxEx") == 1
+    client.close()
+
+
 def test_an_answer_to_another_request_makes_the_row_uncertain(
     sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, pdf: Path
 ) -> None:

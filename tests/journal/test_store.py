@@ -74,6 +74,9 @@ MOVES: dict[str, Move] = {
         S.NEEDS_REVIEW,
         {S.CLAIMED, S.UNCERTAIN, S.SUBMITTED},
     ),
+    "record_late_answer": Move(
+        lambda j, k: j.record_late_answer(k, ["J4"], "sent after all"), None, {S.NEEDS_REVIEW}
+    ),
     "delivered": Move(lambda j, k: j.mark_final(k, S.DELIVERED), S.DELIVERED, {S.SUBMITTED}),
     "final_failed": Move(
         lambda j, k: j.mark_final(k, S.FAILED, "job failed"), S.FAILED, {S.SUBMITTED}

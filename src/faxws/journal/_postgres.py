@@ -929,6 +929,10 @@ class PostgresJournal:
     def mark_needs_review(self, key: str, reason: str) -> Row:
         return self._move(key, State.NEEDS_REVIEW, REVIEW_SOURCES, reason=reason)
 
+    def record_late_answer(self, key: str, job_ids: Sequence[str], reason: str) -> Row:
+        jobs = [str(job_id) for job_id in job_ids]
+        return self._move(key, None, (State.NEEDS_REVIEW,), jobs=jobs, durable=True, reason=reason)
+
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
         # a cancel undone would leave a row the caller cancelled to be sent: synced
         cancel = state is State.CANCELLED

@@ -977,6 +977,20 @@ class _Worker:
             current = self.store.get(row.key)
             if current is None:
                 raise
+            if current.state is State.NEEDS_REVIEW and not current.job_ids:
+                # Looked up in vain while this send was on its way (its worker stalled past
+                # the lease): the answer is the fact a person needs, or they may send again.
+                ids = ", ".join(result.job_ids) or "no job id"
+                self.store.record_late_answer(
+                    row.key,
+                    result.job_ids,
+                    f"sent: the service accepted it ({ids}) after it was put in review"
+                    f" ({current.reason}); do not send it again",
+                )
+                logger.warning(
+                    "journal row %s in review was sent after all (%s)", row.reference_id, ids
+                )
+                return
             if current.state is not State.UNCERTAIN:
                 # Another worker already settled it by its ReferenceId (the send is one, its
                 # fax tracked by that reference): nothing to undo, nothing to send.

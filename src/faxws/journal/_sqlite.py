@@ -698,6 +698,15 @@ class SqliteJournal:
     def mark_needs_review(self, key: str, reason: str) -> Row:
         return self._move(key, State.NEEDS_REVIEW, REVIEW_SOURCES, reason=reason)
 
+    def record_late_answer(self, key: str, job_ids: Sequence[str], reason: str) -> Row:
+        ids = [str(job_id) for job_id in job_ids]
+        with self._synced(), self._write() as db:
+            row = self._moved(
+                key, None, (State.NEEDS_REVIEW,), None, None, job_ids=json.dumps(ids), reason=reason
+            )
+            db.executemany(_INSERT_JOB, [(job_id, key) for job_id in ids])
+        return row
+
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
         return self._move(key, state, final_sources(state), reason=reason)
 

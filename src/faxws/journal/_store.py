@@ -333,6 +333,12 @@ class JournalStore(Protocol):
         """CLAIMED, UNCERTAIN or SUBMITTED -> NEEDS_REVIEW, with what is known in ``reason``."""
         ...
 
+    def record_late_answer(self, key: str, job_ids: Sequence[str], reason: str) -> Row:
+        """NEEDS_REVIEW, kept: a send's answer that came after its row was put in review (its
+        worker's lease had run out, and the look-ups found no job) records the job ids and
+        ``reason``, so that nobody sends the fax again; synced."""
+        ...
+
     def mark_final(self, key: str, state: State, reason: str | None = None) -> Row:
         """SUBMITTED -> DELIVERED, FAILED or CANCELLED (and PENDING or CLAIMED -> CANCELLED)."""
         ...
