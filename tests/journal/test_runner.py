@@ -10,8 +10,10 @@ every worker sleeps, so lives of minutes and back-offs take no real time."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -1150,6 +1152,62 @@ def test_a_document_changed_after_the_claims_check_is_never_sent(
     assert "doc-2.pdf changed since the row was added" in (changed.reason or "")
     assert sends_by_reference(sim)[changed.reference_id] == 0
     assert calls(sim, "SendFaxEx") == 2
+    client.inner.close()
+
+
+def link_in_place(path: Path, other: Path) -> None:
+    path.unlink()
+    path.symlink_to(other)
+
+
+#: What another program may do to a row's document between the worker's last check and its
+#: send: how, and whether the send can still carry the checked bytes.
+SWAPS: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
+    "renamed over": (lambda path, other: os.replace(other, path), True),
+    "a link put in its place": (lambda path, other: link_in_place(path, other), True),
+    "deleted": (lambda path, other: path.unlink(), True),
+    "rewritten in place, the same size": (
+        lambda path, other: path.write_bytes(other.read_bytes()[: path.stat().st_size]),
+        False,
+    ),
+    "rewritten in place, larger": (
+        lambda path, other: path.write_bytes(other.read_bytes() + b"more"),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("swap", sorted(SWAPS))
+def test_a_document_changed_after_the_last_check_is_never_sent_as_changed_unnoticed(
+    sim: FaxWSSimulator, store: JournalStore, fake: FakeTime, tmp_path: Path, swap: str
+) -> None:
+    """The send reads the files its check read: a file replaced by another (renamed over,
+    a link, deleted) sends what was checked; one written to in place meanwhile may send what
+    was written, so its row goes to review saying so, whatever came of the send."""
+    change, checked_bytes_sent = SWAPS[swap]
+    path = document(tmp_path, "letter.pdf", PDF + b"the letter checked")
+    other = document(tmp_path, "other.pdf", PDF + b"another letter")
+    client = Slow(client_for(sim), set(), 0.0)
+    batch = batch_for(store, client, fake)  # type: ignore[arg-type]
+    batch.add("letter", spec(path))
+    checked = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    def swap_it(names: set[str]) -> None:
+        change(path, other)
+
+    client.before = swap_it
+    batch.run(workers=1, wait=False)
+    row = store.get("letter")
+    assert row is not None
+    sent = [f.sha256 for job in sim.jobs for f in job.files]
+    if checked_bytes_sent:
+        assert sent == [checked]
+        assert row.state is State.SUBMITTED
+    else:
+        assert row.state is State.NEEDS_REVIEW
+        assert "letter.pdf changed while its send was under way" in (row.reason or "")
+        assert sent in ([], [checked], [hashlib.sha256(path.read_bytes()).hexdigest()])
+    assert sends_by_reference(sim)[row.reference_id] <= 1
     client.inner.close()
 
 

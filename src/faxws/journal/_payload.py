@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from faxws._protocol.checks import check_int, check_text
 from faxws.errors import BadInputError
@@ -71,22 +71,45 @@ class _Digests:
             now = _identity(os.stat(path))
         except OSError:
             now = None  # reading it says why
+        found = self._remembered(path, now)
+        if found is not None:
+            return found
+        try:
+            with open(path, "rb") as fh:
+                return self._hashed(path, fh)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise BadInputError("file", f"cannot read {path}: {reason}") from None
+
+    def sha256_open(self, path: str, fh: BinaryIO) -> tuple[str, Identity]:
+        """The sha256 of the file open as ``fh`` (opened from ``path``, read from its start
+        and left there), and its identity when hashed."""
+        try:
+            now = _identity(os.fstat(fh.fileno()))
+            found = self._remembered(path, now)
+            if found is None:
+                found = self._hashed(path, fh)
+                fh.seek(0)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise BadInputError("file", f"cannot read {path}: {reason}") from None
+        return found, now
+
+    def _remembered(self, path: str, now: Identity | None) -> str | None:
         with self._lock:
             found = self._known.get(path)
             if found is not None and found[0] == now:
                 self._known.move_to_end(path)
                 return found[1]
+        return None
+
+    def _hashed(self, path: str, fh: BinaryIO) -> str:
         started = self._clock()
         digest = hashlib.sha256()
-        try:
-            with open(path, "rb") as fh:
-                before = _identity(os.fstat(fh.fileno()))
-                while chunk := fh.read(_CHUNK):
-                    digest.update(chunk)
-                after = _identity(os.fstat(fh.fileno()))
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise BadInputError("file", f"cannot read {path}: {reason}") from None
+        before = _identity(os.fstat(fh.fileno()))
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+        after = _identity(os.fstat(fh.fileno()))
         text = digest.hexdigest()
         # not written to while read, and left alone long enough for its times to tell
         if before == after and max(after[3], after[4]) <= started - SETTLED_NS:
@@ -237,8 +260,82 @@ class FaxSpec:
                 raise BadInputError(f"files[{i}]", f"{spec.path}: {exc.problem}") from None
         return out
 
+    def open_documents(self) -> OpenDocuments:
+        """The documents opened, to be checked and sent from the same open files: a file
+        renamed over, swapped for a link or deleted after the check is not what is sent
+        (BadInputError naming one that cannot be read; close what this returns)."""
+        return OpenDocuments(self.files)
+
     def fax_numbers(self) -> tuple[str, ...]:
         return tuple(r.fax_number for r in self.recipients)
+
+
+class OpenDocuments:
+    """A row's documents, open: their digest with the row's payload, the FaxFiles to send
+    from the same open files, and whether any was written to since it was hashed."""
+
+    def __init__(self, files: Sequence[FileSpec]) -> None:
+        self._files = files
+        self._open: list[BinaryIO] = []
+        try:
+            for spec in files:
+                try:
+                    self._open.append(open(spec.path, "rb"))  # noqa: SIM115 (closed by close())
+                except OSError as exc:
+                    reason = exc.strerror or type(exc).__name__
+                    raise BadInputError("file", f"cannot read {spec.path}: {reason}") from None
+            hashed = [
+                _DIGESTS.sha256_open(spec.path, fh)
+                for spec, fh in zip(files, self._open, strict=True)
+            ]
+        except BaseException:
+            self.close()
+            raise
+        self._digests = [digest for digest, _ in hashed]
+        # with each file's link count then
+        self._identities = [
+            (identity, os.fstat(fh.fileno()).st_nlink)
+            for (_, identity), fh in zip(hashed, self._open, strict=True)
+        ]
+
+    def digest(self, payload: str) -> str:
+        """:func:`payload_digest` of ``payload`` with these files as they were opened."""
+        digest = hashlib.sha256(payload.encode("ascii"))
+        for text in self._digests:
+            digest.update(b"\n" + text.encode("ascii"))
+        return digest.hexdigest()
+
+    def fax_files(self) -> list[FaxFile]:
+        """The documents to give to ``send_fax``, read from the open files."""
+        out = []
+        for i, (spec, fh) in enumerate(zip(self._files, self._open, strict=True)):
+            try:
+                out.append(FaxFile(fh, spec.file_type))
+            except BadInputError as exc:
+                raise BadInputError(f"files[{i}]", f"{spec.path}: {exc.problem}") from None
+        return out
+
+    def changed(self) -> list[str]:
+        """The paths of the files written to since they were hashed (size or modification
+        time moved; or the change time, unless a link count moved with it: a file renamed
+        over or deleted meanwhile keeps its bytes), or that can no longer be looked at."""
+        out = []
+        for spec, fh, (identity, links) in zip(
+            self._files, self._open, self._identities, strict=True
+        ):
+            try:
+                found = os.fstat(fh.fileno())
+            except (OSError, ValueError):
+                out.append(spec.path)
+                continue
+            now = _identity(found)
+            if now[2:4] != identity[2:4] or (now[4] != identity[4] and found.st_nlink == links):
+                out.append(spec.path)
+        return out
+
+    def close(self) -> None:
+        for fh in self._open:
+            fh.close()
 
 
 def _recipients(recipients: object) -> tuple[Recipient, ...]:

@@ -42,7 +42,7 @@ from faxws.errors import (
     TransportError,
 )
 from faxws.jobs import Notify
-from faxws.journal._payload import FaxSpec, check_key, payload_digest
+from faxws.journal._payload import FaxSpec, OpenDocuments, check_key, payload_digest
 from faxws.journal._store import (
     IllegalTransitionError,
     JournalError,
@@ -843,13 +843,20 @@ class _Worker:
             # checked again at the last moment: a document changed since the claim's check
             # is never sent (the row goes back, and the next claim sends it to review)
             try:
-                files = self.documents(spec, row)
+                opened = self.documents(spec, row)
             except BadInputError:
-                files = None
-            if files is None:
+                opened = None
+            if opened is None:
                 self.release_rest([row])
-            elif self.start(row):
-                self.attempt(row, spec, files)
+                return True
+            try:
+                if self.start(row):
+                    self.attempt(row, spec, opened.fax_files())
+                    changed = opened.changed()
+                    if changed:
+                        self.changed_while_sent(row, changed)
+            finally:
+                opened.close()
             return True
         finally:
             if slot:
@@ -891,9 +898,27 @@ class _Worker:
         that cannot be read)."""
         return payload_digest(row.payload, spec.files) == row.payload_sha256
 
-    def documents(self, spec: FaxSpec, row: Row) -> list[FaxFile] | None:
-        """The documents to send, or None when they are not what the row was added with."""
-        return spec.fax_files() if self.unchanged(spec, row) else None
+    @staticmethod
+    def documents(spec: FaxSpec, row: Row) -> OpenDocuments | None:
+        """The documents to send, open (sent from the files checked), or None when they are
+        not what the row was added with."""
+        opened = spec.open_documents()
+        if opened.digest(row.payload) == row.payload_sha256:
+            return opened
+        opened.close()
+        return None
+
+    def changed_while_sent(self, row: Row, paths: list[str]) -> None:
+        """A document was written to between its check and the end of its send: the fax may
+        carry what was written. Sent all the same, its row goes to review saying so."""
+        self.flush()
+        what = "the document" if len(paths) == 1 else "the documents"
+        self.review(
+            row,
+            f"{what} {', '.join(paths)} changed while its send was under way: what the"
+            " service got may be the changed content (a key never sends another document);"
+            " check it",
+        )
 
     @staticmethod
     def changed_text(spec: FaxSpec) -> str:
