@@ -220,6 +220,7 @@ def test_a_payload_of_another_form_is_bad_input(text: str, field: str) -> None:
         (" inv-1", "spaces before or after"),
         ("cafe\u0301", "composed form"),
         ("", "empty"),
+        ("\u00e9" * 501, "longer than 1000 bytes"),
     ],
 )
 def test_keys_that_look_alike_are_refused(key: str, problem: str) -> None:

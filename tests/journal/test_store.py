@@ -310,6 +310,20 @@ def test_a_key_in_the_form_of_a_resend_is_refused(store: JournalStore, key: str)
     assert store.get(key) is None
 
 
+def test_keys_up_to_the_longest_are_taken_by_every_store_and_longer_ones_refused(
+    store: JournalStore,
+) -> None:
+    from faxws.journal._store import MAX_KEY_BYTES
+
+    longest = "\u00e9" * (MAX_KEY_BYTES // 2)  # two bytes each in UTF-8
+    assert store.add(longest, SHA).key == longest
+    assert store.add(longest + "/resend-1", SHA, resend_of=longest).resend_of == longest
+    with pytest.raises(BadInputError) as caught:
+        store.add(longest + "x", SHA)
+    assert caught.value.field == "key"
+    assert store.get(longest + "x") is None
+
+
 @pytest.mark.parametrize("key", ["a/resend-", "a/resend-1x", "a/resend-1/b", "a/Resend-1"])
 def test_a_key_like_a_resend_but_not_one_is_taken(store: JournalStore, key: str) -> None:
     assert store.add(key, SHA).key == key

@@ -304,6 +304,13 @@ def test_a_newer_schema_version_is_refused(journal: Journal) -> None:
         journal.open()
 
 
+def test_a_schema_version_that_is_no_number_is_refused(journal: Journal) -> None:
+    journal.open().add("k", SHA)
+    journal.run("UPDATE faxws_meta SET value = '2.1' WHERE name = 'faxws.schema_version'")
+    with pytest.raises(JournalError, match=r"schema version '2\.1' is not a version of faxws's"):
+        journal.open()
+
+
 def test_a_send_moved_by_a_process_of_the_version_before_counts_as_started(
     journal: Journal,
 ) -> None:

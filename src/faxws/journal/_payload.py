@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from faxws._protocol.checks import check_int, check_text
 from faxws.errors import BadInputError
 from faxws.jobs import JobOptions
+from faxws.journal._store import MAX_KEY_BYTES
 from faxws.models import EXTENSION_TYPES, FaxFile, Recipient
 
 __all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec", "check_key"]
@@ -129,6 +130,8 @@ def check_key(key: object) -> str:
     around it, or not in Unicode's composed form (NFC): keys that look alike to a person
     must not be two rows, each sent once."""
     text = check_text("key", key, required=True)
+    if len(text.encode("utf-8")) > MAX_KEY_BYTES:
+        raise BadInputError("key", f"is longer than {MAX_KEY_BYTES} bytes in UTF-8")
     if text != text.strip():
         raise BadInputError("key", "has spaces before or after it")
     if unicodedata.normalize("NFC", text) != text:

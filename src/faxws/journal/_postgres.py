@@ -522,7 +522,10 @@ class PostgresJournal:
             if found is not None and found[0]:
                 cursor.execute(self._q["meta"], (_VERSION_NAME,))
                 value = cursor.fetchone()
-                version = 0 if value is None else int(value[0])
+                text = "0" if value is None else str(value[0])
+                if not (text.isascii() and text.isdigit()):
+                    raise self._error(f"schema version {text[:20]!r} is not a version of faxws's")
+                version = int(text)
             if version > SCHEMA_VERSION:
                 raise self._error(f"schema version {version} is newer than this faxws")
             if version < SCHEMA_VERSION:

@@ -76,9 +76,18 @@ _RESEND_KEY = re.compile(re.escape(RESEND_SUFFIX) + r"([0-9]+)\Z")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
+#: The longest key, in bytes of UTF-8: every store indexes keys (PostgreSQL's index entries
+#: hold at most 2,704 bytes), and a resend's key is its first row's with a suffix.
+MAX_KEY_BYTES = 1000
+
+
 def check_added(key: str, payload_sha256: str, resend_of: str | None) -> None:
-    """What every store's :meth:`JournalStore.add` refuses before it writes: a digest that is
-    not 64 lowercase hex digits, a key in the form of a resend's that is not one."""
+    """What every store's :meth:`JournalStore.add` refuses before it writes: a key longer
+    than :data:`MAX_KEY_BYTES`, a digest that is not 64 lowercase hex digits, a key in the
+    form of a resend's that is not one."""
+    first = key if resend_of is None else resend_of  # a resend's key has a suffix more
+    if len(first.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise BadInputError("key", f"is longer than {MAX_KEY_BYTES} bytes in UTF-8")
     if not _SHA256.fullmatch(payload_sha256):
         raise BadInputError("payload_sha256", "not 64 lowercase hex digits")
     if resend_of is None and _RESEND_KEY.search(key):
