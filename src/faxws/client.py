@@ -19,7 +19,14 @@ from faxws._http.shared import Response, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._log import logger
 from faxws._protocol import assumptions as vendor
-from faxws._protocol.checks import check_int, check_request_id, check_text, is_loopback
+from faxws._protocol.checks import (
+    check_distinct_indexes,
+    check_int,
+    check_recipient,
+    check_request_id,
+    check_text,
+    is_loopback,
+)
 from faxws._protocol.content import Source
 from faxws._protocol.reader import interpret
 from faxws._protocol.soap import PATH, new_request_id
@@ -65,7 +72,6 @@ from faxws.models import (
     FaxFile,
     Recipient,
     SendFaxResult,
-    check_recipient,
 )
 from faxws.status import (
     CancelResult,
@@ -836,15 +842,10 @@ def _files(files: Sequence[FaxFile]) -> tuple[tuple[int, int, Source], ...]:
     if not files:
         raise BadInputError("files", "must hold at least one file")
     out = []
-    owner: dict[int, int] = {}
     for i, f in enumerate(files):
         if not isinstance(f, FaxFile):
             raise BadInputError(f"files[{i}]", f"must be a FaxFile, not {type(f).__name__}")
         index = f.index if f.index is not None else i + 1
-        if index in owner:
-            raise BadInputError(
-                f"files[{i}].index", f"{index} is also the index of files[{owner[index]}]"
-            )
-        owner[index] = i
         out.append((index, f.file_type, f.content))  # FaxJobFile's order
+    check_distinct_indexes([row[0] for row in out], "files[{}]".format, ".index")
     return tuple(out)

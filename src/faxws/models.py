@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from faxws._protocol.checks import check_int, check_text
+from faxws._protocol.checks import check_file_index, check_int, check_recipient
 from faxws._protocol.content import (
     BusyError,
     BytesSource,
@@ -22,7 +22,6 @@ from faxws._protocol.content import (
     open_all,
     open_regular,
 )
-from faxws._protocol.xsd import INT_MAX
 from faxws.errors import BadInputError
 
 __all__ = [
@@ -109,18 +108,6 @@ class Recipient:
         check_recipient(self.fax_number, self.company, self.title, self.name, self.secure_csid)
 
 
-def check_recipient(
-    fax_number: object, company: object, title: object, name: object, secure_csid: object
-) -> None:
-    """The checks of a :class:`Recipient`'s fields (BadInputError naming the field)."""
-    number = check_text("fax_number", fax_number, required=True)
-    if not any(c.isdigit() for c in number):
-        raise BadInputError("fax_number", f"{number!r} has no digits")
-    fields = ("company", "title", "name", "secure_csid")
-    for field, value in zip(fields, (company, title, name, secure_csid), strict=True):
-        check_text(field, value)
-
-
 Content = BytesSource | PathSource | StreamSource
 
 
@@ -146,7 +133,7 @@ class FaxFile:
     ) -> None:
         self._file_type = check_int("file_type", file_type)
         if index is not None:
-            check_int("index", index, 1, INT_MAX)
+            check_file_index("index", index)
         self._index = index
         self._content, self._name = _content_of(data)
         if self._content.size == 0:

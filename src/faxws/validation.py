@@ -82,6 +82,7 @@ class Validator:
         self.elements = frozenset(
             str(e.get("name")) for e in doc.findall(f"{{{XS_NS}}}element") if e.get("name")
         )
+        self.binary_elements = _binary_elements(doc)
         self._doc = doc
         # Compiled copies not in use (see _validate); the first now, so a bad schema fails here.
         self._idle = [etree.XMLSchema(doc)]
@@ -158,6 +159,26 @@ class Validator:
             return list(schema.error_log)  # type: ignore[call-overload,no-any-return]
         finally:
             self._idle.append(schema)
+
+
+def _binary_elements(doc: etree._Element) -> frozenset[str]:
+    """The local names the schema declares as xs:base64Binary, and as nothing else."""
+    binary: set[str] = set()
+    other: set[str] = set()
+    for element in doc.iter(f"{{{XS_NS}}}element"):
+        name = element.get("name")
+        if not name:
+            continue
+        prefix, _, local = (element.get("type") or "").rpartition(":")
+        is_binary = local == "base64Binary" and element.nsmap.get(prefix or None) == XS_NS
+        (binary if is_binary else other).add(name)
+    return frozenset(binary - other)
+
+
+def path_of(root: etree._Element, element: etree._Element) -> str:
+    """The path of ``element`` below ``root`` as issues name it
+    (``/SendFax/Recipients/item[2]/RecipFaxNumber``)."""
+    return _Tree(root).path(element)
 
 
 _default: Validator | None = None

@@ -9,6 +9,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +25,7 @@ from faxws._http.shared import Response, Timeout, call_boundary
 from faxws._http.sync_caller import SyncCaller
 from faxws._protocol import safexml as _safexml
 from faxws._protocol.checks import check_request_id, check_text
+from faxws._protocol.payload_checks import check_payload
 from faxws._protocol.reader import (
     ReadError,
     child_element,
@@ -38,7 +40,7 @@ from faxws._telemetry import traced
 from faxws.auth import Credentials, credentials_from
 from faxws.client import service_url
 from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt, mask_error
-from faxws.validation import XS_NS, Validator
+from faxws.validation import XS_NS, Validator, default_validator
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
 
@@ -190,13 +192,14 @@ class FaxWSTransport(zeep.Transport):
                 raise BadInputError("message", f"{payload.tag} is no operation of this WSDL")
             name, soap_action, answer = known
             _refuse_extra_headers(headers, soap_action)
+            # The contract's strPIN next to a Bearer token is present but empty: any text at
+            # all, white space too, is something a service might read as a PIN.
             if self.credentials.mode != "pin" and any(
-                len(pin) or (pin.text or "").strip()
-                for pin in payload.iter()
-                if isinstance(pin.tag, str) and pin.tag.rpartition("}")[2] == "strPIN"
+                len(pin) or pin.text for pin in payload.iter("{*}strPIN")
             ):
                 raise BadInputError("strPIN", "a PIN is never sent next to a Bearer token")
-            body = payload_envelope(payload)
+            body = payload_envelope(payload)  # in memory: nothing is sent before the checks
+            self._check(payload, redact)
             idempotent = name.startswith(IDEMPOTENT_PREFIXES)
             with traced(name, self.caller.url, rid) as span:
                 raw = self.caller.call(
@@ -224,6 +227,21 @@ class FaxWSTransport(zeep.Transport):
                             status_code=raw.status,
                         )
                 return _response(raw, self.caller.url)
+
+    def _check(self, payload: etree._Element, redact: Callable[[str], str]) -> None:
+        """Refuse, before any byte, a payload FaxClient would not send: the contract's schema
+        for the contract's elements (the WSDL's own may be laxer: the vendor's lets
+        Recipients be empty), the WSDL's for the others, and the clients' checks of the same
+        values (faxws._protocol.payload_checks)."""
+        contract = default_validator()
+        qname = etree.QName(payload)
+        in_contract = qname.namespace == contract.namespace and qname.localname in contract.elements
+        try:
+            check_payload(payload, contract if in_contract else self.validator)
+        except BadInputError as exc:
+            # An issue may quote a value the caller passed, a secret among them.
+            issues = [replace(i, message=redact(i.message)) for i in exc.issues]
+            raise BadInputError(exc.field, redact(exc.problem), issues=issues) from None
 
 
 def _redactor(credentials: Credentials, payload: etree._Element) -> Callable[[str], str]:
@@ -254,6 +272,9 @@ class _OperationProxy(zeep.proxy.OperationProxy):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         client = self._proxy._client
         _current.request_id = _current.redact = None
+        given = _given(client.settings.extra_http_headers or {})
+        if given is not None:  # refused first, as FaxClient does, and never an error's id
+            check_request_id(given)
         try:
             return super().__call__(*args, **kwargs)  # type: ignore[no-untyped-call]
         except FaxWSError as exc:
@@ -269,9 +290,16 @@ class _OperationProxy(zeep.proxy.OperationProxy):
             raise ProtocolError(f"zeep could not read the answer: {text}", request_id=rid) from None
 
 
-def _request_id_of(client: Any) -> str:
-    """The x-ch-request-id the caller set in the client's settings, or a fresh UUID4."""
-    return _given(client.settings.extra_http_headers or {}) or new_request_id()
+def _request_id_of(client: Any) -> str | None:
+    """The x-ch-request-id the caller set in the client's settings, or a fresh UUID4; None
+    for one that cannot be sent (as FaxClient's errors: it could break a log line)."""
+    given = _given(client.settings.extra_http_headers or {})
+    if given is None:
+        return new_request_id()
+    try:
+        return check_request_id(given)
+    except BadInputError:
+        return None
 
 
 class _ServiceProxy(zeep.proxy.ServiceProxy):

@@ -7,6 +7,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +28,7 @@ from conftest import (
     send_response,
 )
 from conftest import ZEEP_RECIPIENT as RECIPIENT
+from faxws import FaxClient, FaxFile, Recipient
 from faxws.bindings import FaxJob
 from faxws.errors import (
     AuthenticationError,
@@ -712,3 +714,293 @@ def test_the_notification_password_in_a_failure_of_zeeps_after_the_answer_is_mas
     with pytest.raises(ProtocolError) as info:
         send_ex(client)
     assert str(info.value).startswith("zeep could not read the answer: ValueError: cannot read ***")
+
+
+# -- requests are checked as a whole before their first byte, as FaxClient checks them -------
+
+FACE_WSDLS = {"zeep": "packaged", "zeep-vendor": "vendor"}
+FACES = ["FaxClient", *FACE_WSDLS]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One bad value, as FaxClient's arguments and the zeep face's carry it, and what each
+    face's BadInputError says (field, then words of the problem)."""
+
+    typed: Callable[[Any], object]
+    recipient: dict[str, Any] = field(default_factory=dict)
+    file: dict[str, Any] = field(default_factory=dict)
+    files: int = 1
+    typed_error: tuple[str, str] = ("", "")
+    zeep_error: tuple[str, str] = ("", "")
+
+
+def typed_send(recipient: Any = "+1 555 0100", *files: Any) -> Callable[[Any], object]:
+    return lambda c: c.send_fax([recipient], list(files) or [FaxFile(b"%PDF-1.4", 101)])
+
+
+RECIPIENT_PATH = "/SendFax/Recipients/item/"
+FILE_PATH = "/SendFax/FaxJobFiles/item/"
+REFUSALS = {
+    "fax number without digits": Refusal(
+        typed_send("call me"),
+        recipient={"RecipFaxNumber": "call me"},
+        typed_error=("recipients[0].fax_number", "no digits"),
+        zeep_error=(RECIPIENT_PATH + "RecipFaxNumber", "no digits"),
+    ),
+    **{
+        f"a name holding U+{ord(brk):04X}": Refusal(
+            lambda c, brk=brk: typed_send(Recipient("+1 555 0100", name=f"a{brk}b"))(c),
+            recipient={"RecipName": f"a{brk}b"},
+            typed_error=("name", f"line break (U+{ord(brk):04X})"),
+            zeep_error=(RECIPIENT_PATH + "RecipName", f"line break (U+{ord(brk):04X})"),
+        )
+        for brk in "\r\u2028\u0085"
+    },
+    "file index 0": Refusal(
+        lambda c: FaxFile(b"%PDF", 101, index=0),
+        file={"FileIndex": 0},
+        typed_error=("index", "0 is outside 1..2147483647"),
+        zeep_error=(FILE_PATH + "FileIndex", "0 is outside 1..2147483647"),
+    ),
+    "file index beyond xs:int": Refusal(
+        lambda c: FaxFile(b"%PDF", 101, index=2**40),
+        file={"FileIndex": 2**40},
+        typed_error=("index", "outside"),
+        zeep_error=(FILE_PATH + "FileIndex", "not a valid xs:int"),
+    ),
+    "file index as text": Refusal(
+        lambda c: FaxFile(b"%PDF", 101, index="abc"),  # type: ignore[arg-type]
+        file={"FileIndex": "abc"},
+        typed_error=("index", "must be an int"),
+        zeep_error=(FILE_PATH + "FileIndex", "not a valid xs:int"),
+    ),
+    "file type as a bool": Refusal(
+        lambda c: FaxFile(b"%PDF", True),
+        file={"FileTypeId": True},
+        typed_error=("file_type", "must be an int"),
+        zeep_error=(FILE_PATH + "FileTypeId", "not a valid xs:int"),
+    ),
+    "file type as a float": Refusal(
+        lambda c: FaxFile(b"%PDF", 101.7),  # type: ignore[arg-type]
+        file={"FileTypeId": 101.7},
+        typed_error=("file_type", "must be an int"),
+        zeep_error=(FILE_PATH + "FileTypeId", "not a valid xs:int"),
+    ),
+    "document as a str": Refusal(
+        lambda c: FaxFile("plain text", 101),  # type: ignore[arg-type]
+        file={"FileData": "plain text"},
+        typed_error=("data", "is a str"),
+        zeep_error=(FILE_PATH + "FileData", "not a valid xs:base64Binary"),
+    ),
+    "empty document": Refusal(
+        lambda c: FaxFile(b"", 101),
+        file={"FileData": b""},
+        typed_error=("data", "is empty"),
+        zeep_error=(FILE_PATH + "FileData", "is empty"),
+    ),
+    "two documents with one index": Refusal(
+        typed_send("+1 555 0100", FaxFile(b"a", 101, 1), FaxFile(b"b", 101, 1)),
+        files=2,
+        typed_error=("files[1].index", "1 is also the index of files[0]"),
+        zeep_error=(
+            "/SendFax/FaxJobFiles/item[2]/FileIndex",
+            "1 is also the index of /SendFax/FaxJobFiles/item[1]",
+        ),
+    ),
+}
+
+
+def refused_send(face: str, case: Refusal, url: str) -> None:
+    if face == "FaxClient":
+        case.typed(FaxClient(url, user_id=USER, pin=PIN))
+        return
+    client = make_client(url, user_id=USER, pin=PIN, wsdl=WSDLS[FACE_WSDLS[face]])
+    client.service.SendFax(
+        Recipients={"item": [{**RECIPIENT, **case.recipient}]},
+        FaxJobFiles={"item": [{**FILE, **case.file}] * case.files},
+    )
+
+
+@pytest.mark.parametrize("face", FACES)
+@pytest.mark.parametrize("case", list(REFUSALS.values()), ids=list(REFUSALS))
+def test_a_value_faxclient_refuses_is_refused_by_every_face_before_any_byte(
+    capture_server: Server, face: str, case: Refusal
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    with pytest.raises(BadInputError) as info:
+        refused_send(face, case, server.url)
+    field_, words = case.typed_error if face == "FaxClient" else case.zeep_error
+    assert info.value.field == field_
+    assert words in info.value.problem
+    assert server.captured.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("call", "field_", "words"),
+    [
+        (
+            lambda s: s.GetFaxBroadcastReport(JobId="J", RecipientType="x", RecipAddress="a"),
+            "/GetFaxBroadcastReport/RecipientType",
+            "'x' is not a valid xs:int",
+        ),
+        (
+            lambda s: s.GetFaxBroadcastReport(JobId="", RecipientType=0, RecipAddress=""),
+            "/GetFaxBroadcastReport/JobId",
+            "must not be empty",
+        ),
+        (
+            lambda s: s.SendFax(Recipients={"item": [None]}, FaxJobFiles={"item": [FILE]}),
+            "/SendFax/Recipients/item",
+            "expected RecipFaxNumber",
+        ),
+    ],
+    ids=["report type as text", "empty job id", "recipient left out"],
+)
+def test_a_request_the_contracts_schema_refuses_is_never_sent(
+    capture_server: Server, call: Callable[[Any], object], field_: str, words: str
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with pytest.raises(BadInputError) as info:
+        call(client.service)
+    assert (info.value.field, info.value.maybe_delivered) == (field_, False)
+    assert words in info.value.problem
+    assert server.captured.connections == 0
+
+
+@pytest.mark.parametrize("empty", ["Recipients", "FaxJobFiles"])
+def test_the_contracts_schema_holds_with_a_laxer_wsdl(capture_server: Server, empty: str) -> None:
+    """The vendor's WSDL lets a SendFax name no recipient or no document; the contract does
+    not, and its schema is the one a contract operation is checked against."""
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, wsdl=VENDOR)
+    lists = {"Recipients": {"item": [RECIPIENT]}, "FaxJobFiles": {"item": [FILE]}}
+    with pytest.raises(BadInputError) as info:
+        client.service.SendFax(**{**lists, empty: {"item": []}})
+    assert info.value.field == f"/SendFax/{empty}"
+    assert "expected item" in info.value.problem
+    assert server.captured.connections == 0
+
+
+def posted_send(client: Any, file_data: str) -> Any:
+    """A SendFax envelope posted as bytes: the checks hold however the envelope was built."""
+    return client.transport.post(
+        client.transport.caller.url,
+        f'<s:Envelope xmlns:s="{SOAP}"><s:Body><SendFax xmlns="urn:FaxWS"><UserID>u</UserID>'
+        "<strPIN>1234</strPIN><Recipients><item><RecipFaxNumber>+1 555</RecipFaxNumber>"
+        "<RecipCompany/><RecipTitle/><RecipName/><RecipSecureCSID/></item></Recipients>"
+        "<FaxJobFiles><item><FileIndex>1</FileIndex><FileTypeId>101</FileTypeId>"
+        f"<FileData>{file_data}</FileData></item></FaxJobFiles></SendFax></s:Body></s:Envelope>",
+        {},
+    )
+
+
+LARGE = "QUJD" * 100_000  # 400,000 characters of base64: beyond what libxml2 is shown whole
+
+
+@pytest.mark.parametrize(
+    "file_data",
+    [
+        "QUJD=QUJ",
+        LARGE[:-4] + "QQ=A",
+        LARGE[:200_000] + "=" + LARGE[200_001:],
+        LARGE[:200_000] + "!" + LARGE[200_001:],
+        LARGE[:200_000] + "é" + LARGE[200_001:],
+        LARGE + "Q",
+    ],
+    ids=[
+        "small",
+        "large, bad padding",
+        "large, padding inside",
+        "large, not of the alphabet",
+        "large, not ASCII",
+        "large, not whole quanta",
+    ],
+)
+def test_a_document_that_is_not_base64_is_refused_whatever_its_size(
+    capture_server: Server, file_data: str
+) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, retries=0)
+    with pytest.raises(BadInputError) as info:
+        posted_send(client, file_data)
+    assert info.value.field == FILE_PATH + "FileData"
+    assert "not a valid xs:base64Binary" in info.value.problem
+    assert server.captured.connections == 0
+
+
+@pytest.mark.parametrize("file_data", [LARGE, LARGE[:-4] + "QQ==", "QUJD\nQUJD" + LARGE])
+def test_a_large_valid_document_is_sent_whole(capture_server: Server, file_data: str) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, retries=0)
+    posted_send(client, file_data)
+    _, body = split(server.captured.requests[0])
+    assert f"<FileData>{file_data}</FileData></item></FaxJobFiles>".encode() in body
+
+
+def test_a_checked_envelope_is_left_as_it_was(capture_server: Server) -> None:
+    server = capture_server(answering(SEND_OK))
+    client = make_client(server.url, user_id=USER, pin=PIN, retries=0)
+    envelope_ = client.create_message(
+        client.service,
+        "SendFax",
+        Recipients={"item": [RECIPIENT]},
+        FaxJobFiles={"item": [{**FILE, "FileData": b"x" * 300_000}]},
+    )
+    before = etree.tostring(envelope_)
+    client.transport.post_xml(client.transport.caller.url, envelope_, {})
+    assert etree.tostring(envelope_) == before
+    assert len(server.captured.requests) == 1
+
+
+@pytest.mark.parametrize("text", [" ", "\t\n", "\u00a0"])
+def test_a_strpin_of_white_space_never_goes_next_to_a_bearer_header(
+    capture_server: Server, text: str
+) -> None:
+    server = capture_server(answering(report_response()))
+    client = make_client(server.url, user_id=USER, token=TOKEN)
+    client.plugins.clear()
+    with pytest.raises(BadInputError) as info:
+        client.service.GetFaxBroadcastReport(
+            UserID=USER, strPIN=text, JobId="J", RecipientType=0, RecipAddress=""
+        )
+    assert info.value.field == "strPIN"
+    assert server.captured.connections == 0
+
+
+def test_a_value_quoted_by_a_refusal_is_masked_if_it_holds_the_pin(
+    capture_server: Server,
+) -> None:
+    server = capture_server(answering(report_response()))
+    client = make_client(server.url, user_id=USER, pin=PIN)
+    with pytest.raises(BadInputError) as info:
+        client.service.GetFaxBroadcastReport(JobId="J", RecipientType=PIN, RecipAddress="a")
+    assert info.value.field == "/GetFaxBroadcastReport/RecipientType"
+    texts = [str(info.value), info.value.problem, *(i.message for i in info.value.issues)]
+    assert not any(PIN in text for text in texts)
+    assert "'***' is not a valid xs:int" in info.value.problem
+    assert server.captured.connections == 0
+
+
+def report_with_request_id(face: str, request_id: str, url: str) -> None:
+    if face == "FaxClient":
+        FaxClient(url, user_id=USER, pin=PIN).get_fax_broadcast_report("J", request_id=request_id)
+        return
+    client = make_client(url, user_id=USER, pin=PIN)
+    with client.settings(extra_http_headers={"x-ch-request-id": request_id}):
+        client.service.GetFaxBroadcastReport(JobId="J", RecipientType=0, RecipAddress="")
+
+
+@pytest.mark.parametrize("face", ["FaxClient", "zeep"])
+@pytest.mark.parametrize("request_id", ["a\r\nX-Evil: 1", "x" * 5000, "é"])
+def test_a_request_id_that_cannot_be_sent_is_no_errors_request_id(
+    capture_server: Server, face: str, request_id: str
+) -> None:
+    server = capture_server(answering(report_response()))
+    with pytest.raises(BadInputError) as info:
+        report_with_request_id(face, request_id, server.url)
+    assert (info.value.field, info.value.request_id) == ("request_id", None)
+    assert request_id not in str(info.value)
+    assert "\n" not in str(info.value)
+    assert server.captured.connections == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable, Sequence
 
 from faxws._protocol.xsd import INT_MAX, INT_MIN
 from faxws.errors import BadInputError
@@ -43,6 +44,37 @@ def check_int(field: str, value: object, low: int = INT_MIN, high: int = INT_MAX
     if not low <= value <= high:
         raise BadInputError(field, f"{value} is outside {low}..{high}")
     return int(value)
+
+
+#: A recipient's fields, in the order of check_recipient's arguments and of FaxJobRecipient's
+#: elements (RecipFaxNumber, RecipCompany, RecipTitle, RecipName, RecipSecureCSID).
+RECIPIENT_FIELDS = ("fax_number", "company", "title", "name", "secure_csid")
+
+
+def check_recipient(
+    fax_number: object, company: object, title: object, name: object, secure_csid: object
+) -> None:
+    """The checks of a recipient's fields (BadInputError naming the field)."""
+    number = check_text("fax_number", fax_number, required=True)
+    if not any(c.isdigit() for c in number):
+        raise BadInputError("fax_number", f"{number!r} has no digits")
+    for field, value in zip(RECIPIENT_FIELDS[1:], (company, title, name, secure_csid), strict=True):
+        check_text(field, value)
+
+
+def check_file_index(field: str, value: object) -> int:
+    """A FileIndex: the 1-based place of a document in its job."""
+    return check_int(field, value, 1, INT_MAX)
+
+
+def check_distinct_indexes(indexes: Sequence[int], name: Callable[[int], str], field: str) -> None:
+    """No FileIndex given to two documents of a job (one of them would be unreachable):
+    ``name(i)`` names the i-th document, ``field`` its index below that name."""
+    owner: dict[int, int] = {}
+    for i, index in enumerate(indexes):
+        first = owner.setdefault(index, i)
+        if first != i:
+            raise BadInputError(f"{name(i)}{field}", f"{index} is also the index of {name(first)}")
 
 
 def check_header_token(field: str, value: object) -> str:
