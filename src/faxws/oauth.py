@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import requests
 
@@ -89,15 +89,8 @@ class ClientCredentials:
         verify: bool | str = True,
         allow_insecure_http: bool = False,
     ) -> None:
-        try:
-            parts = urlsplit(token_url) if isinstance(token_url, str) else None
-            if parts is not None:
-                parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BadInputError("token_url", "must be an http(s) URL with a host")
-        host = parts.hostname
+        parts = _token_url_parts(token_url)
+        host = parts.hostname or ""  # never empty: checked
         if not isinstance(allow_insecure_http, bool):
             raise BadInputError(
                 "allow_insecure_http",
@@ -322,6 +315,33 @@ class ClientCredentials:
         lifetime = _lifetime(data.get("expires_in", 3600))
         expires_at = started + lifetime
         return _Token(token, expires_at, expires_at - min(self._leeway, lifetime / 2))
+
+
+def _token_url_parts(token_url: object) -> SplitResult:
+    """``token_url`` split, once checked as the base URL is: none of it is quoted (it is no
+    place for a secret, but one put there must not be shown), and no user information,
+    query or fragment, which would carry credentials outside the form body and show them in
+    ``repr``."""
+    if not isinstance(token_url, str) or any(c.isspace() or ord(c) < 0x20 for c in token_url):
+        raise BadInputError("token_url", "must be an http(s) URL with a host")
+    try:
+        parts = urlsplit(token_url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise BadInputError("token_url", "must be an http(s) URL with a host") from None
+    if "@" in parts.netloc:
+        raise BadInputError(
+            "token_url",
+            "must not contain user information (user@host); the client id and secret are "
+            "separate arguments",
+        )
+    if "?" in token_url or parts.query:
+        raise BadInputError("token_url", "must not contain a query (?...)")
+    if "#" in token_url or parts.fragment:
+        raise BadInputError("token_url", "must not contain a fragment (#...)")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInputError("token_url", "must be an http(s) URL with a host")
+    return parts
 
 
 def _in_thread(renew: Callable[[], None]) -> None:
