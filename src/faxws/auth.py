@@ -227,8 +227,9 @@ def _provider_errors(request_id: str | None) -> Iterator[None]:
     try:
         yield
     except FaxWSError as exc:
-        # Tokens are fetched before any byte of the call's request is written: whatever the
-        # provider's failure says about its own exchange, the call was not delivered.
+        # Tokens are fetched before any byte of the attempt's request is written: whatever the
+        # provider's failure says about its own exchange, this attempt was not delivered (an
+        # earlier attempt of the call that may have been still makes the call's error say so).
         if exc.request_id is None:
             exc.request_id = request_id
         exc.maybe_delivered = False

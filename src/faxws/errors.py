@@ -59,8 +59,8 @@ class FaxWSError(Exception):
             value for a :class:`~faxws.Recipient`).
         status_code: the HTTP status of the response, if there was one.
         maybe_delivered: True when any byte of the request was written (and the answer does
-            not prove it was refused): repeating a SendFax could send the fax twice. Only a
-            SendFax that failed with False is safe to send again.
+            not prove it was refused), by any attempt of the call: repeating a SendFax could
+            send the fax twice. Only a SendFax that failed with False is safe to send again.
     """
 
     maybe_delivered: bool = False
@@ -225,7 +225,8 @@ class TransportError(FaxWSError):
 
 class ConnectError(TransportError):
     """The request could not be sent: refused, DNS, proxy, TLS handshake or certificate
-    failure, or a connection that failed before its first byte. Nothing was sent."""
+    failure, or a connection that failed before its first byte. Nothing was sent by this
+    attempt (``maybe_delivered`` is still True after an earlier one that may have been)."""
 
     def __init__(self, message: str, *, request_id: str | None = None) -> None:
         super().__init__(message, request_id=request_id, maybe_delivered=False)

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import requests
 
@@ -42,6 +42,9 @@ __all__ = ["DEFAULT_SCOPE", "AsyncClientCredentials", "ClientCredentials"]
 DEFAULT_SCOPE = "FaxWS offline_access"
 #: Largest token response read; a token endpoint has no reason to send more.
 MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
+#: Seconds after a failed renewal before the next one starts, while the current token is
+#: still used: an endpoint that is down is not asked again on every call.
+RENEWAL_RETRY_SECONDS = 5.0
 
 
 class _Token(NamedTuple):
@@ -66,7 +69,8 @@ class ClientCredentials:
     """Fetches, caches and refreshes access tokens with the client credentials grant (the id
     and secret sent in the form body to ``token_url``: https, or http to a loopback host).
     Safe to share between threads; docs/authentication.md says when a token is renewed and
-    who waits. The secret and the tokens never appear in ``repr``, logs or error messages.
+    who waits (nobody while the current token is valid: a thread renews it). The secret and
+    the tokens never appear in ``repr``, logs or error messages.
 
     ``leeway``: seconds before expiry at which a cached token is renewed, or halfway through
     its lifetime when that is later (else a short-lived token would be renewed on arrival).
@@ -85,20 +89,14 @@ class ClientCredentials:
         verify: bool | str = True,
         allow_insecure_http: bool = False,
     ) -> None:
-        try:
-            parts = urlsplit(token_url) if isinstance(token_url, str) else None
-            if parts is not None:
-                parts.port  # noqa: B018 - raises on a bad port
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BadInputError("token_url", "must be an http(s) URL with a host")
+        parts = _token_url_parts(token_url)
+        host = parts.hostname or ""  # never empty: checked
         if not isinstance(allow_insecure_http, bool):
             raise BadInputError(
                 "allow_insecure_http",
                 f"must be True or False, not {type(allow_insecure_http).__name__}",
             )
-        if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
+        if parts.scheme == "http" and not allow_insecure_http and not is_loopback(host):
             raise BadInputError("token_url", "plain http would expose the client secret")
         self._url = token_url
         self._client_id = check_text("client_id", client_id, required=True)
@@ -112,7 +110,7 @@ class ClientCredentials:
             raise BadInputError("leeway", "must be a number of seconds from 0 to 86400")
         self._leeway = float(leeway)
         self._timeout = check_timeout("timeout", timeout)
-        self._where = f"the token endpoint {parts.hostname}"
+        self._where = f"the token endpoint {host}"
         self._verify = check_verify("verify", verify)
         self._session = self._new_session()
         # Guards the cached token and the fetch in progress; never held while fetching.
@@ -123,6 +121,10 @@ class ClientCredentials:
         # thread that sent it, and only that token may be forgotten (see invalidate).
         self._handed = threading.local()
         self._clock: Callable[[], float] = time.monotonic
+        # No renewal starts before then: the last one failed (see RENEWAL_RETRY_SECONDS).
+        self._renew_after = -math.inf
+        # Runs a renewal away from the caller, who goes on with the current token.
+        self._in_background: Callable[[Callable[[], None]], None] = _in_thread
         self.fetches = 0
         """How many tokens were fetched (for monitoring and tests)."""
         after_fork_in_child(self, ClientCredentials._after_fork_in_child)
@@ -173,13 +175,20 @@ class ClientCredentials:
             token = self._token
             if token is not None and now < token.renew_at:
                 return self._hand(token)  # another caller renewed it meanwhile
+            usable = token is not None and now < token.expires_at
             flight = self._flight
-            fetching = flight is None
-            if flight is None:
+            fetching = flight is None and (not usable or now >= self._renew_after)
+            if fetching:
                 flight = self._flight = _Flight()
+        if usable:
+            assert token is not None
+            if fetching:
+                assert flight is not None
+                # Renewed away from this caller, which goes on with the current token.
+                self._in_background(lambda: self._renew_quietly(flight, token))
+            return self._hand(token)
+        assert flight is not None
         if not fetching:
-            if token is not None and now < token.expires_at:
-                return self._hand(token)  # still valid while another caller fetches
             # That fetch's outcome is this caller's too, a failure included: a fetch per waiter
             # would hit the endpoint once per waiter. The next call asks again.
             flight.done.wait()
@@ -200,10 +209,29 @@ class ClientCredentials:
         self._land(flight, new, None)
         return self._hand(new)
 
+    def _renew_quietly(self, flight: _Flight, current: _Token) -> None:
+        """Fetch the next token while ``current`` is still valid: a failure fails no call
+        (callers go on with ``current``); it is logged, and the renewal tried again later."""
+        try:
+            new = self._fetch()
+        except BaseException as exc:
+            # Landed whatever broke: callers that find the token expired meanwhile wait for
+            # this fetch, and get its error.
+            error = _as_error(exc)
+            retry_at = _renewal_failed(error, current, self._clock())
+            with self._lock:
+                self._renew_after = retry_at
+            self._land(flight, None, error)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self._land(flight, new, None)
+
     def _land(self, flight: _Flight, token: _Token | None, error: FaxWSError | None) -> None:
         with self._lock:
             if token is not None:
                 self._token = token
+                self._renew_after = -math.inf
             self._flight = None
         flight.token = token
         flight.error = error
@@ -289,6 +317,56 @@ class ClientCredentials:
         return _Token(token, expires_at, expires_at - min(self._leeway, lifetime / 2))
 
 
+def _token_url_parts(token_url: object) -> SplitResult:
+    """``token_url`` split, once checked as the base URL is: none of it is quoted (it is no
+    place for a secret, but one put there must not be shown), and no user information,
+    query or fragment, which would carry credentials outside the form body and show them in
+    ``repr``."""
+    if not isinstance(token_url, str) or any(c.isspace() or ord(c) < 0x20 for c in token_url):
+        raise BadInputError("token_url", "must be an http(s) URL with a host")
+    try:
+        parts = urlsplit(token_url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise BadInputError("token_url", "must be an http(s) URL with a host") from None
+    if "@" in parts.netloc:
+        raise BadInputError(
+            "token_url",
+            "must not contain user information (user@host); the client id and secret are "
+            "separate arguments",
+        )
+    if "?" in token_url or parts.query:
+        raise BadInputError("token_url", "must not contain a query (?...)")
+    if "#" in token_url or parts.fragment:
+        raise BadInputError("token_url", "must not contain a fragment (#...)")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInputError("token_url", "must be an http(s) URL with a host")
+    return parts
+
+
+def _in_thread(renew: Callable[[], None]) -> None:
+    """Run ``renew`` in a thread of its own (a daemon: a renewal never keeps a program alive);
+    in the caller's thread when no thread can be started (as the interpreter shuts down)."""
+    try:
+        threading.Thread(target=renew, name="faxws-token-renewal", daemon=True).start()
+    except RuntimeError:
+        renew()
+
+
+def _renewal_failed(error: FaxWSError, current: _Token, now: float) -> float:
+    """Log a failed renewal (its class and masked message: no secret, no token) and return
+    when the next one may start."""
+    logger.warning(
+        "renewing the access token failed (%s: %s); the current one, valid for %.0f s more, "
+        "is used meanwhile, and renewal is tried again in %.0f s",
+        type(error).__name__,
+        error.message,
+        max(current.expires_at - now, 0.0),
+        RENEWAL_RETRY_SECONDS,
+    )
+    return now + RENEWAL_RETRY_SECONDS
+
+
 def _lifetime(expires_in: object) -> float:
     """Seconds from ``expires_in``; 0 (use the token once, ask again next time) when it is
     not a finite number of seconds >= 0."""
@@ -325,7 +403,8 @@ class AsyncClientCredentials:
     """:class:`ClientCredentials` for :class:`~faxws.AsyncFaxClient`, awaited for every
     request: the same arguments, checks, renewal and token request (made by a
     :class:`ClientCredentials` in a worker thread, once per token). Concurrent tasks share one
-    fetch; a task cancelled while it waits leaves the fetch to the others."""
+    fetch; a task cancelled while it waits leaves the fetch to the others; a token due for
+    renewal but still valid is renewed by a task of its own that no caller awaits."""
 
     def __init__(
         self,
@@ -351,6 +430,8 @@ class AsyncClientCredentials:
         )
         self._token: _Token | None = None
         self._fetching: asyncio.Task[_Token] | None = None
+        # No renewal starts before then: the last one failed (see RENEWAL_RETRY_SECONDS).
+        self._renew_after = -math.inf
         # The token handed to the current task, so that its 401 forgets only that one.
         self._handed: contextvars.ContextVar[str] = contextvars.ContextVar("faxws_token")
         after_fork_in_child(self, AsyncClientCredentials._after_fork_in_child)
@@ -369,19 +450,29 @@ class AsyncClientCredentials:
         fetching = self._fetching
         if fetching is not None and fetching.get_loop() is not asyncio.get_running_loop():
             fetching = None  # another loop's, which this one cannot await
-        # Past renew_at, a token is still used while another task renews it.
-        if token is None or now >= (token.renew_at if fetching is None else token.expires_at):
-            if fetching is None:
-                fetching = self._fetching = asyncio.ensure_future(self._fetch())
-                # Its waiters may all be cancelled: its failure is not asyncio's to log.
-                fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
-            # Shielded: one waiter's cancellation must not cancel the fetch the others await.
-            try:
-                token = await asyncio.shield(fetching)
-            except FaxWSError as exc:
-                raise _copy_error(exc) from None  # each waiter's own, for its own request id
+        if token is not None and now < token.expires_at:
+            # Past renew_at, the next token is fetched by a task of its own while callers go
+            # on with this one, which is still valid.
+            if now >= token.renew_at and fetching is None and now >= self._renew_after:
+                self._start(renewing=token)
+            self._handed.set(token.value)
+            return token.value
+        if fetching is None:
+            fetching = self._start(renewing=None)
+        # Shielded: one waiter's cancellation must not cancel the fetch the others await.
+        try:
+            token = await asyncio.shield(fetching)
+        except FaxWSError as exc:
+            raise _copy_error(exc) from None  # each waiter's own, for its own request id
         self._handed.set(token.value)
         return token.value
+
+    def _start(self, *, renewing: _Token | None) -> asyncio.Task[_Token]:
+        fetching = self._fetching = asyncio.ensure_future(self._fetch(renewing))
+        # Its waiters may all be cancelled, or it may have none: its failure is not asyncio's
+        # to log.
+        fetching.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return fetching
 
     def _after_fork_in_child(self) -> None:
         # A fetch in progress at the fork runs in a parent thread the child does not have.
@@ -397,17 +488,23 @@ class AsyncClientCredentials:
     def close(self) -> None:
         self._grant.close()
 
-    async def _fetch(self) -> _Token:
+    async def _fetch(self, renewing: _Token | None) -> _Token:
+        """The next token; ``renewing``: the still valid one callers use meanwhile, whose
+        renewal fails no call (the failure is logged, and renewal tried again later)."""
         try:
             token = await asyncio.get_running_loop().run_in_executor(None, self._grant._fetch)
-        except FaxWSError:
-            raise
         except Exception as exc:
             # Every waiter gets this outcome: a FaxWSError, whatever broke.
-            raise _as_error(exc) from None
+            error = _as_error(exc)
+            if renewing is not None:
+                self._renew_after = _renewal_failed(error, renewing, self._grant._clock())
+            if error is exc:
+                raise
+            raise error from None
         finally:
             self._fetching = None
         self._token = token
+        self._renew_after = -math.inf
         return token
 
 

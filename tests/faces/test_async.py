@@ -525,10 +525,15 @@ def test_async_client_credentials_renew_a_short_lived_token_like_the_sync_one(
         return await provider()
 
     async def main() -> list[str]:
-        # A 10 s token is renewed halfway through its life, not at once (30 s leeway).
-        return [await at(0), await at(4.9), await at(5.1), await at(6)]
+        # A 10 s token is renewed halfway through its life, not at once (30 s leeway), by a
+        # task of its own: the caller at 5.1 s goes on with tok-1, still valid.
+        tokens = [await at(0), await at(4.9), await at(5.1)]
+        renewing = provider._fetching
+        assert renewing is not None
+        await renewing
+        return [*tokens, await at(6)]
 
-    assert face.run(main()) == ["tok-1", "tok-1", "tok-2", "tok-2"]
+    assert face.run(main()) == ["tok-1", "tok-1", "tok-1", "tok-2"]
     assert provider.fetches == 2
     provider.close()
 

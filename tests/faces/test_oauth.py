@@ -8,6 +8,7 @@ barriers; each wait has a generous time-out that only a broken provider reaches.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -15,9 +16,15 @@ from typing import Any
 
 import pytest
 
-from faxws import AuthenticationError, FaxClient, FaxFile, FileType
+from faxws import AuthenticationError, FaxClient, FaxFile, FileType, ProtocolError
 from faxws.auth import BearerAuth
-from faxws.oauth import AsyncClientCredentials, ClientCredentials, _lifetime
+from faxws.oauth import (
+    RENEWAL_RETRY_SECONDS,
+    AsyncClientCredentials,
+    ClientCredentials,
+    _lifetime,
+    _Token,
+)
 from faxws.testing import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_USER_ID, FaxWSSimulator
 
 #: Longest any step may take before the test calls the provider broken.
@@ -90,6 +97,12 @@ def provider_for(sim: FaxWSSimulator, clock: Clock, **kw: Any) -> ClientCredenti
     return provider
 
 
+def renew_at_once(provider: ClientCredentials) -> None:
+    """Renewals run in the calling thread, before the call returns the current token: the
+    test sees each one land."""
+    provider._in_background = lambda renew: renew()
+
+
 def run(threads: list[threading.Thread]) -> None:
     for t in threads:
         t.start()
@@ -120,14 +133,17 @@ def test_a_token_is_renewed_at_the_leeway_or_halfway_whichever_is_later(
     clock = Clock()
     with FaxWSSimulator(token_lifetime=lifetime) as sim:
         provider = provider_for(sim, clock, leeway=leeway)
+        renew_at_once(provider)
         first = provider()
         clock.now += renewal - 0.01
         assert provider() == first
         assert sim.token_requests == 1
         clock.now += 0.01
-        second = provider()
-        assert second != first
+        during = provider()
         assert sim.token_requests == 2
+        # Still valid, the token is used while the next one is fetched; expired, not.
+        assert (during == first) is (renewal < lifetime)
+        assert provider() != first
 
 
 def test_short_lived_tokens_are_reused_for_most_of_their_life(
@@ -137,6 +153,7 @@ def test_short_lived_tokens_are_reused_for_most_of_their_life(
     call (a lifetime at or below the leeway used to make every call fetch)."""
     clock = Clock()
     provider = provider_for(short_lived, clock)
+    renew_at_once(provider)
     tokens = []
     for _ in range(1000):
         tokens.append(provider())
@@ -170,17 +187,17 @@ def test_an_unusable_lifetime_means_use_the_token_once(expires_in: object, secon
 def test_a_refresh_does_not_hold_up_callers_with_a_valid_token(
     short_lived: FaxWSSimulator,
 ) -> None:
-    """While one caller fetches the next token (held at the gate), four others make 50 calls
-    each and finish, with the current token, which is still valid."""
+    """The caller that finds renewal due goes on with the current token, which is still
+    valid, while a thread of the provider's fetches the next one (held at the gate); four
+    others make 50 calls each and finish meanwhile, with the current token too."""
     clock = Clock()
     provider = provider_for(short_lived, clock)
     first = provider()
     clock.now += 7  # renewal due (at 5 s), the token valid until 10 s
     gate = Gate(provider)
-    renewed: list[str] = []
-    fetcher = threading.Thread(target=lambda: renewed.append(provider()))
-    fetcher.start()
+    assert provider() == first  # the renewing caller did not wait for the fetch
     assert gate.began.wait(PATIENCE)
+    assert gate.fetcher != threading.get_ident()
 
     seen: list[list[str]] = [[] for _ in range(4)]
     others = [
@@ -193,18 +210,17 @@ def test_a_refresh_does_not_hold_up_callers_with_a_valid_token(
     finally:
         gate.release.set()
     assert all(out == [first] * 50 for out in seen)
-    assert joined([fetcher])
-    assert len(renewed) == 1
-    assert renewed[0] != first
-    assert provider() == renewed[0]
+    clock.now += 3  # expired: the next caller has the renewal's token, waiting if need be
+    renewed = provider()
+    assert renewed != first
     assert short_lived.token_requests == provider.fetches == 2
 
 
-def test_the_async_provider_hands_out_a_valid_token_while_one_task_renews_it(
+def test_the_async_provider_hands_out_a_valid_token_while_a_task_renews_it(
     short_lived: FaxWSSimulator,
 ) -> None:
-    """Tasks arriving while another task's renewal is held get the current token, still
-    valid, without waiting; the renewing task then gets the next one."""
+    """The task that finds renewal due, and the tasks after it, get the current token, still
+    valid, without waiting, while a task of the provider's fetches the next one."""
     clock = Clock()
     provider = AsyncClientCredentials(short_lived.token_url, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET)
     provider._grant._clock = clock
@@ -217,19 +233,152 @@ def test_the_async_provider_hands_out_a_valid_token_while_one_task_renews_it(
         gate.began.clear()
         gate.release.clear()
         clock.now += 7  # renewal due (at 5 s), the token valid until 10 s
-        renewing = asyncio.ensure_future(provider())
+        during = [await asyncio.wait_for(provider(), PATIENCE) for _ in range(4)]
+        renewing = provider._fetching
+        assert renewing is not None
         assert await loop.run_in_executor(None, gate.began.wait, PATIENCE)
         try:
-            during = [await asyncio.wait_for(provider(), PATIENCE) for _ in range(3)]
+            during.append(await asyncio.wait_for(provider(), PATIENCE))
         finally:
             gate.release.set()
-        return first, during, await asyncio.wait_for(renewing, PATIENCE)
+        await asyncio.wait_for(renewing, PATIENCE)
+        return first, during, await provider()
 
     first, during, renewed = asyncio.run(main())
-    assert during == [first] * 3
+    assert during == [first] * 5
     assert renewed != first
     assert short_lived.token_requests == provider.fetches == 2
     provider.close()
+
+
+# -- a renewal that fails while the token is valid -------------------------------------------
+
+SECRET = "client-s3cret"
+
+
+class Endpoint:
+    """A token endpoint played by the test on the provider's clock: each fetch while it is up
+    issues the next token (tok-1, tok-2...), valid for 60 s and due for renewal at 30 s;
+    while it is down, each fetch fails as a 503 does."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.down = False
+        self.fetches = 0
+        self.issued = 0
+
+    def __call__(self) -> _Token:
+        self.fetches += 1
+        if self.down:
+            raise ProtocolError("the token endpoint answered HTTP 503", status_code=503)
+        self.issued += 1
+        now = self.clock.now
+        return _Token(f"tok-{self.issued}", now + 60, now + 30)
+
+
+def renewal_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_failed_renewal_fails_no_call_while_the_token_is_valid(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past renew_at, a renewal starts away from the caller, which goes on with the current
+    token; when the endpoint fails, no call fails: the failure is logged (without secrets)
+    and the renewal tried again RENEWAL_RETRY_SECONDS later, not on every call."""
+    caplog.set_level(logging.WARNING, logger="faxws")
+    clock = Clock()
+    provider = ClientCredentials("https://login.example.com/token", "cid", SECRET)
+    provider._clock = clock
+    endpoint = provider._fetch = Endpoint(clock)  # type: ignore[assignment]
+    held: list[Callable[[], None]] = []  # renewals started, run when the test says
+    provider._in_background = held.append
+
+    assert provider() == "tok-1"
+    clock.now += 40  # renewal due since 30 s; valid until 60 s
+    endpoint.down = True
+    assert [provider() for _ in range(3)] == ["tok-1"] * 3
+    assert len(held) == 1  # one renewal, and no caller waited for it
+    assert endpoint.fetches == 1
+
+    held.pop()()  # the endpoint answers 503
+    assert endpoint.fetches == 2
+    [warning] = renewal_warnings(caplog)
+    assert "ProtocolError" in warning
+    assert "HTTP 503" in warning
+    assert SECRET not in caplog.text
+    assert "tok-1" not in caplog.text
+
+    clock.now += RENEWAL_RETRY_SECONDS - 0.01
+    assert [provider() for _ in range(5)] == ["tok-1"] * 5
+    assert held == []  # not tried again on every call
+    clock.now += 0.01
+    endpoint.down = False
+    assert provider() == "tok-1"
+    held.pop()()
+    assert provider() == "tok-2"
+    assert endpoint.fetches == 3
+
+
+def test_the_async_provider_fails_no_call_when_a_renewal_fails_while_the_token_is_valid(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As the thread-safe provider: the renewal is a task of its own that no caller awaits."""
+    caplog.set_level(logging.WARNING, logger="faxws")
+    clock = Clock()
+    provider = AsyncClientCredentials("https://login.example.com/token", "cid", SECRET)
+    provider._grant._clock = clock
+    endpoint = provider._grant._fetch = Endpoint(clock)  # type: ignore[assignment]
+
+    async def main() -> None:
+        assert await provider() == "tok-1"
+        clock.now += 40  # renewal due since 30 s; valid until 60 s
+        endpoint.down = True
+        assert [await provider() for _ in range(3)] == ["tok-1"] * 3
+        renewing = provider._fetching
+        assert renewing is not None
+        assert endpoint.fetches == 1  # no caller waited for the renewal
+
+        with pytest.raises(ProtocolError):
+            await renewing  # the endpoint answers 503
+        assert endpoint.fetches == 2
+        [warning] = renewal_warnings(caplog)
+        assert "ProtocolError" in warning
+        assert SECRET not in caplog.text
+
+        clock.now += RENEWAL_RETRY_SECONDS - 0.01
+        assert [await provider() for _ in range(5)] == ["tok-1"] * 5
+        assert provider._fetching is None  # not tried again on every call
+        clock.now += 0.01
+        endpoint.down = False
+        assert await provider() == "tok-1"
+        renewing = provider._fetching
+        assert renewing is not None
+        await renewing
+        assert await provider() == "tok-2"
+        assert endpoint.fetches == 3
+
+    asyncio.run(main())
+
+
+def test_once_the_token_expires_a_failed_fetch_fails_the_call() -> None:
+    """After failed renewals, a caller whose token has expired waits for a fetch of its own
+    (the pause between renewals is not its), and gets its failure."""
+    clock = Clock()
+    provider = ClientCredentials("https://login.example.com/token", "cid", SECRET)
+    provider._clock = clock
+    endpoint = provider._fetch = Endpoint(clock)  # type: ignore[assignment]
+    provider._in_background = lambda renew: renew()
+    assert provider() == "tok-1"
+    endpoint.down = True
+    clock.now += 59
+    assert provider() == "tok-1"  # renewal failed; still valid for 1 s
+    clock.now += 1
+    with pytest.raises(ProtocolError):
+        provider()
+    assert endpoint.fetches == 3
+    endpoint.down = False
+    assert provider() == "tok-2"
 
 
 def test_only_a_token_provider_is_refreshed() -> None:
@@ -332,11 +481,9 @@ def test_a_refused_token_is_never_handed_out_again(short_lived: FaxWSSimulator) 
 
     clock.now += 7  # renewal due, `current` valid for 3 s more
     gate = Gate(provider)
-    renewed: list[str] = []
-    fetcher = threading.Thread(target=lambda: renewed.append(provider()))
-    fetcher.start()
+    assert provider() == current  # still valid and not refused: used while it is renewed
     assert gate.began.wait(PATIENCE)
-    assert provider() == current  # still valid and not refused: used meanwhile
+    assert provider() == current
     provider.invalidate()  # now the service refuses it
     watched = provider._lock = Watched(provider._lock)  # type: ignore[assignment]
     got: list[str] = []
@@ -345,8 +492,7 @@ def test_a_refused_token_is_never_handed_out_again(short_lived: FaxWSSimulator) 
     watched.wait_for(lambda releases: releases.get(waiter.ident or 0, 0) >= 1)
     assert got == []  # waiting for the new token, not handed the refused one
     gate.release.set()
-    assert joined([fetcher, waiter])
-    assert got == renewed
+    assert joined([waiter])
     assert got[0] not in (refused, current)
     assert short_lived.token_requests == 3
 

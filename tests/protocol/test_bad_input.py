@@ -314,6 +314,33 @@ def test_token_provider_arguments_are_checked_at_construction(
     assert info.value.field in {"token_url", "leeway", "timeout", "verify"}
 
 
+@pytest.mark.parametrize(
+    ("token_url", "problem"),
+    [
+        ("https://cid:{secret}@id.example.com/token", "user information"),
+        ("https://{secret}@id.example.com/token", "user information"),
+        ("https://id.example.com/token?client_secret={secret}", "query"),
+        ("https://id.example.com/token?", "query"),
+        ("https://id.example.com/token#{secret}", "fragment"),
+        ("https://cid:{secret}/token", "http(s) URL with a host"),  # the secret as a port
+        ("https://id.example.com/to ken{secret}", "http(s) URL with a host"),
+    ],
+    ids=["user and password", "user", "query", "empty query", "fragment", "port", "space"],
+)
+def test_a_token_url_carrying_credentials_is_refused_without_showing_them(
+    face: Face, token_url: str, problem: str
+) -> None:
+    """As a base URL with them is: credentials go in the form body, never in the URL that
+    repr() and errors show."""
+    secret = "TokenUrlS3cret"
+    with pytest.raises(BadInputError) as info:
+        face.provider(token_url.format(secret=secret), "cid", "secret")
+    assert info.value.field == "token_url"
+    assert problem in info.value.problem
+    assert secret not in str(info.value)
+    assert secret not in repr(info.value)
+
+
 def test_plain_http_through_a_loopback_proxy_or_https_through_any_proxy_is_allowed(
     face: Face,
 ) -> None:

@@ -318,16 +318,19 @@ def test_token_provider_fetches_caches_and_the_service_accepts(
 
 def test_token_provider_refreshes_before_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cached token is used until ``leeway`` seconds before it expires, then renewed
-    while it is still valid. The provider's clock is moved by hand, so nothing waits."""
+    while it is still valid. The provider's clock is moved by hand, and renewals run before
+    the call that starts one returns, so nothing waits."""
     now = [1000.0]
     monkeypatch.setattr(oauth, "time", SimpleNamespace(monotonic=lambda: now[0]))
     with FaxWSSimulator(token_lifetime=100) as sim:
         provider = ClientCredentials(sim.token_url, DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, leeway=30)
+        provider._in_background = lambda renew: renew()
         first = provider()
         now[0] += 69.9  # 0.1 s before renewal is due (lifetime 100 minus leeway 30)
         assert provider() == first
         assert (provider.fetches, sim.token_requests) == (1, 1)
         now[0] += 0.2  # due: renewed, although the simulator still accepts the first token
+        assert provider() == first  # still valid: used while the next one is fetched
         second = provider()
         assert second != first
         assert (provider.fetches, sim.token_requests) == (2, 2)

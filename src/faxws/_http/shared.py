@@ -7,6 +7,7 @@ of an answer's body, forks, and the decisions of a call's attempts (:class:`Call
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime
 import email.utils
 import inspect
@@ -456,22 +457,31 @@ def early_success(request_id: str, where: str) -> TransportError:
 class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid):``)
     """Everything a call raises is a FaxWSError carrying its request id; any other exception
     is a bug below, reported as one that may have been delivered (nothing tells otherwise).
+    An error also says ``maybe_delivered`` when an earlier attempt of the call may have been
+    delivered (:meth:`Attempts.may_have_delivered` records it here), whatever its own attempt
+    says: the service may have acted on that one.
     A class, not a contextlib generator: entered on every call, it costs a third as much."""
 
-    __slots__ = ("_rid",)
+    __slots__ = ("_entered", "_rid", "delivered")
 
     def __init__(self, rid: str) -> None:
         self._rid = rid
+        self.delivered = False
 
     def __enter__(self) -> None:
-        return None
+        # Found by the call's Attempts through the context, so that no face has to hand it
+        # down: each thread and each task has its own.
+        self._entered = _CURRENT_CALL.set(self)
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        _CURRENT_CALL.reset(self._entered)
         if exc is None or not isinstance(exc, Exception):
             return  # a success, or KeyboardInterrupt, CancelledError and the like
         if isinstance(exc, FaxWSError):
             if exc.request_id is None:
                 exc.request_id = self._rid
+            if self.delivered and not exc.maybe_delivered:
+                _after_delivery(exc)
             return
         # Not chained: its arguments may hold the request, secrets included.
         import traceback
@@ -484,6 +494,24 @@ class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid
             request_id=self._rid,
             maybe_delivered=True,
         ) from None
+
+
+_CURRENT_CALL: contextvars.ContextVar[call_boundary | None] = contextvars.ContextVar(
+    "faxws_call", default=None
+)
+#: What an error's message says when its own attempt sent nothing but an earlier one may
+#: have been delivered.
+EARLIER_ATTEMPT = "; an earlier attempt of this call may have been delivered"
+
+
+def _after_delivery(exc: FaxWSError) -> None:
+    """``exc``, raised by an attempt that sent nothing (or refused by the service) after an
+    earlier attempt that may have been delivered, made to say so: ``maybe_delivered`` and a
+    message that no longer says nothing was sent."""
+    exc.maybe_delivered = True
+    message = exc.message.replace("; nothing was sent", "") + EARLIER_ATTEMPT
+    exc.message = message
+    exc.args = (message, *exc.args[1:])
 
 
 # -- the attempts of one call ------------------------------------------------------------------
@@ -533,6 +561,7 @@ class Attempts:
         self.attempt = 0
         self.refreshed = False
         self.requests: list[Request] = []
+        self._call = _CURRENT_CALL.get()
 
     @property
     def written(self) -> bool:
@@ -560,6 +589,8 @@ class Attempts:
         decides ``maybe_delivered``, whatever the error says."""
         if request.written:
             exc.maybe_delivered = True
+        if exc.maybe_delivered:
+            self.may_have_delivered()
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
         if (
             isinstance(exc, TransportError)
@@ -569,6 +600,11 @@ class Attempts:
             return self._back_off(type(exc).__name__)
         logger.debug("%s request_id=%s failed: %s", self.name, self.rid, type(exc).__name__)
         return None
+
+    def may_have_delivered(self) -> None:
+        """An attempt of the call may have been delivered: whatever ends the call says so."""
+        if self._call is not None:
+            self._call.delivered = True
 
     def answered(self, raw: object) -> Response:
         """The transport's answer, refused unless it is a Response of an HTTP status, a mapping
@@ -620,6 +656,9 @@ class Attempts:
             self.attempt >= self._options.retries
         ):
             return None
+        if not 300 <= raw.status < 500:
+            # A 5xx is no refusal (only a 3xx or 4xx is): the service may have acted on it.
+            self.may_have_delivered()
         # Only where a retry is allowed anyway: Retry-After never makes a call repeatable.
         asked = (
             retry_after(raw.headers.get("Retry-After"), self._cap) if raw.status == 503 else None
