@@ -10,13 +10,22 @@ import sys
 import traceback
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
 
-from conftest import CaptureServer, Face, fault_response, http_reply
+from conftest import (
+    ZEEP_RECIPIENT,
+    CaptureServer,
+    Face,
+    envelope,
+    fault_response,
+    http_reply,
+)
 from faxws import FaxFile, FaxWSError
+from faxws.errors import ProtocolError
 from faxws.testing import Account, Fault, FaxWSSimulator
 
 PIN = "PINMARK-3r9w"
@@ -297,3 +306,190 @@ def test_a_secret_read_back_as_latin_1_is_masked_too(secret: str) -> None:
 
     echoed = f"HTTP/1.1 200 {secret.encode().decode('latin-1')} ok"
     assert mask(echoed, [secret]) == "HTTP/1.1 200 *** ok"
+
+
+# -- secrets a server writes into the markup of its answer -------------------------------------
+# Messages and log records that quote a tag, a namespace, the parser's own words or a value
+# reach the caller through one boundary per call, which masks them whatever they say. Each
+# case runs against every face that reads answers: FaxClient, AsyncFaxClient and zeep's.
+
+
+def _envelope(payload: str) -> str:
+    return envelope(payload).decode()
+
+
+def _report(namespace: str = "urn:FaxWS", extra: str = "", code: str = "0") -> str:
+    return _envelope(
+        f'<f:GetFaxBroadcastReportResponse xmlns:f="{namespace}"><f:return>true</f:return>'
+        f"<f:WSError><f:ErrorCode>{code}</f:ErrorCode><f:ErrorString/></f:WSError>{extra}"
+        "</f:GetFaxBroadcastReportResponse>"
+    )
+
+
+def _sent(ttfp: str) -> str:
+    return _envelope(
+        '<f:FaxSendResponse xmlns:f="urn:FaxWS"><f:return>true</f:return><f:FaxJobIds><f:item>'
+        f"<f:JobId>J1</f:JobId></f:item></f:FaxJobIds><f:TTFP>{ttfp}</f:TTFP><f:WSError>"
+        "<f:ErrorCode>0</f:ErrorCode><f:ErrorString/></f:WSError></f:FaxSendResponse>"
+    )
+
+
+def _statuses(job_id: str) -> str:
+    return _envelope(
+        '<FaxStatusResponse xmlns="urn:FaxWS"><return>true</return><FaxStatusList><item>'
+        f"<FaxJobId>{job_id}</FaxJobId><FaxJobStatusId>1</FaxJobStatusId><StatusDescription/>"
+        "<Error><ErrorCode>0</ErrorCode><ErrorString/></Error></item></FaxStatusList>"
+        "<WSError><ErrorCode>0</ErrorCode><ErrorString/></WSError></FaxStatusResponse>"
+    )
+
+
+@dataclass(frozen=True)
+class Markup:
+    """An answer ``body`` quoting a secret in its markup. ``says``: what the error (or the
+    DEBUG log, when ``error`` is None) shows, the secret masked; ``operation``: the call."""
+
+    body: Callable[[str], str]
+    error: type[FaxWSError] | None
+    says: Callable[[str], str]
+    operation: str = "report"
+    faces: tuple[str, ...] = ("sync", "async", "zeep")
+
+
+MARKUP = {
+    "the root element is named by it": Markup(
+        lambda s: f"<{s}/>",
+        ProtocolError,
+        lambda m: f"the response is not a SOAP envelope (root element {m})",
+    ),
+    "the root element's namespace holds it": Markup(
+        lambda s: f'<x:Envelope xmlns:x="urn:{s}"/>',
+        ProtocolError,
+        lambda m: f"(root element {{urn:{m}}}Envelope)",
+    ),
+    "the answer element's namespace holds it": Markup(
+        lambda s: _report(f"urn:echo:{s}"),
+        ProtocolError,
+        lambda m: f"{{urn:echo:{m}}}GetFaxBroadcastReportResponse",
+    ),
+    "the parser names it: mismatched tags": Markup(
+        lambda s: f"<soap><{s}></soap>",
+        ProtocolError,
+        lambda m: f"Opening and ending tag mismatch: {m} line 1",
+    ),
+    "the parser names it: an undeclared prefix": Markup(
+        lambda s: f"<{s}:Envelope/>",
+        ProtocolError,
+        lambda m: f"Namespace prefix {m} on Envelope is not defined",
+    ),
+    "an unknown element's namespace holds it": Markup(
+        lambda s: _report(extra=f'<e:Echo xmlns:e="urn:echo:{s}"/>'),
+        None,
+        lambda m: (
+            f"ignoring unknown elements in /GetFaxBroadcastReportResponse: {{urn:echo:{m}}}Echo"
+        ),
+        faces=("sync", "async"),  # zeep's face refuses what the WSDL's schema does not allow
+    ),
+    # Values quoted cut short: masked before the cut, else the cut leaves part of the secret.
+    "an integer holds it where the quote is cut": Markup(
+        lambda s: _sent("9" * 30 + s),
+        ProtocolError,
+        lambda m: f"/FaxSendResponse/TTFP is not an integer: '{'9' * 30}{m}'",
+        operation="send",
+        faces=("sync", "async"),  # zeep reads values itself, after the schema check
+    ),
+    "an unasked job's id holds it where the quote is cut": Markup(
+        lambda s: _statuses("J" * 70 + s),
+        ProtocolError,
+        lambda m: f"the status answer names job '{'J' * 70}{m}' though it was not asked for",
+        operation="status",
+        faces=("sync", "async"),  # no status calls of faxws's own through zeep
+    ),
+    "the WSError's ErrorCode holds it": Markup(
+        lambda s: _report(code=s),
+        ProtocolError,
+        lambda m: f"the WSError's ErrorCode '{m}' is not an int",
+    ),
+}
+MARKUP_CASES = [(case, face) for case, markup in MARKUP.items() for face in markup.faces]
+
+
+def _call(make_face: Callable[[str], Face], face: str, url: str, op: str, **auth: str) -> object:
+    """One call of ``op`` through ``face``: FaxClient, AsyncFaxClient or zeep's client."""
+    if face == "zeep":
+        from faxws.zeep import make_client
+
+        zeep_client = make_client(url, user_id=USER, retries=0, **auth)
+        try:
+            if op == "send":
+                files = [{"FileIndex": 1, "FileTypeId": 101, "FileData": b"%PDF-1.4"}]
+                return zeep_client.service.SendFax(
+                    Recipients={"item": [ZEEP_RECIPIENT]}, FaxJobFiles={"item": files}
+                )
+            return zeep_client.service.GetFaxBroadcastReport(
+                JobId="J1", RecipientType=1, RecipAddress="a@example.com"
+            )
+        finally:
+            zeep_client.transport.close()
+    client = make_face(face).client(url, user_id=USER, retries=0, **auth)
+    if op == "send":
+        return client.send_fax(["+1 555 0100"], [FaxFile(b"%PDF-1.4", 101)])
+    if op == "status":
+        return client.get_fax_status(["J1"])
+    return client.get_fax_broadcast_report("J1")
+
+
+@pytest.mark.parametrize("auth", ["pin", "token"])
+@pytest.mark.parametrize(("case", "face"), MARKUP_CASES, ids=[f"{f}: {c}" for c, f in MARKUP_CASES])
+def test_a_secret_in_an_answers_markup_is_masked_in_errors_and_logs(
+    caplog: pytest.LogCaptureFixture,
+    capture_server: type[CaptureServer],
+    make_face: Callable[[str], Face],
+    case: str,
+    face: str,
+    auth: str,
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the root logger: faxws, requests, urllib3, zeep
+    markup = MARKUP[case]
+    secret = PIN if auth == "pin" else TOKEN
+    server = capture_server(lambda raw: http_reply(markup.body(secret).encode()))
+    shown: list[str] = []
+    error: FaxWSError | None = None
+    try:
+        shown.append(repr(_call(make_face, face, server.url, markup.operation, **{auth: secret})))
+    except FaxWSError as exc:
+        error = exc
+        attributes = ("message", "body_excerpt", "fault_string", "error_string")
+        shown += [str(exc), repr(exc), *(str(getattr(exc, a, "")) for a in attributes)]
+        shown += traceback.format_exception(exc)
+    assert type(error) is (markup.error or type(None)), error
+    shown += [r.getMessage() for r in caplog.records] + [str(r.args) for r in caplog.records]
+    text = "\n".join(shown)
+    assert markup.says("***") in text
+    assert not [secret[i : i + 6] for i in range(len(secret) - 5) if secret[i : i + 6] in text]
+
+
+def test_whatever_leaves_a_call_passes_through_its_mask(caplog: pytest.LogCaptureFixture) -> None:
+    """The boundary of a call masks every error text and every record of the faxws logger,
+    whatever message a future change writes; records outside a call are left alone."""
+    from faxws._http.shared import call_boundary
+    from faxws._log import logger
+
+    caplog.set_level(logging.DEBUG)
+
+    def call() -> None:
+        with call_boundary("rid-1", lambda text: text.replace(PIN, "***")):
+            logger.debug("a new record quoting %s", PIN)
+            raise ProtocolError(f"a new message quoting {PIN}", body_excerpt=f"<{PIN}/>")
+
+    with pytest.raises(ProtocolError) as info:
+        call()
+    logger.debug("outside a call: %s", "as written")
+    assert info.value.request_id == "rid-1"
+    assert str(info.value) == "a new message quoting *** (request id rid-1)"
+    assert info.value.args == ("a new message quoting ***",)
+    assert info.value.body_excerpt == "<***/>"
+    records = [(r.getMessage(), r.args) for r in caplog.records]
+    assert records == [
+        ("a new record quoting ***", ()),
+        ("outside a call: as written", ("as written",)),
+    ]
