@@ -27,7 +27,7 @@ from faxws._http.shared import (
 from faxws._http.sync_transport import failure, forget_connections, new_session, read_body
 from faxws._log import logger
 from faxws._protocol.checks import check_header_token, check_text, is_loopback
-from faxws._protocol.redact import redact
+from faxws._protocol.redact import mask_forms, masked_forms
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
@@ -103,6 +103,7 @@ class ClientCredentials:
         self._url = token_url
         self._client_id = check_text("client_id", client_id, required=True)
         self._secret = check_text("client_secret", client_secret, required=True)
+        self._secret_forms = masked_forms(self._secret)
         self._scope = check_text("scope", scope)
         if (
             isinstance(leeway, bool)
@@ -131,7 +132,7 @@ class ClientCredentials:
         return new_session(self._verify, max_connections=4)
 
     def _redact(self, text: str) -> str:
-        return redact(text, (self._secret,))
+        return mask_forms(text, self._secret_forms)
 
     def _after_fork_in_child(self) -> None:
         """The cached token stays valid in a forked child; the pooled connections (written

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
@@ -167,7 +168,18 @@ def forms(secret: str) -> dict[str, str]:
         "repr": repr(secret)[1:-1],
         "url latin-1": quote(secret, safe="", encoding="latin-1"),
         "nfd": unicodedata.normalize("NFD", secret),
+        # As HTTP Basic and other base64 carry it: alone, or after a user name (at another
+        # offset in its 3-byte group), padded or not, in either alphabet.
+        "base64": b64(secret),
+        "base64 url-safe unpadded": b64(secret, urlsafe=True).rstrip("="),
+        "base64 of user:secret": b64(f"{USER}:{secret}"),
+        "base64 of u:secret url-safe": b64(f"u:{secret}", urlsafe=True),
     }
+
+
+def b64(text: str, *, urlsafe: bool = False) -> str:
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return encode(text.encode()).decode()
 
 
 @pytest.mark.parametrize("form", sorted(forms(ODD_PIN)))
@@ -493,3 +505,57 @@ def test_whatever_leaves_a_call_passes_through_its_mask(caplog: pytest.LogCaptur
         ("a new record quoting ***", ()),
         ("outside a call: as written", ("as written",)),
     ]
+
+
+# -- base64 spellings --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("urlsafe", [False, True], ids=["standard", "url-safe"])
+@pytest.mark.parametrize("before", ["", "u", "u:", "mbx1:", "user:", "a-user:"])
+@pytest.mark.parametrize("secret", [PIN, ODD_PIN, "seven!!"])
+def test_base64_of_a_secret_inside_any_text_loses_every_character_only_the_secret_spells(
+    secret: str, before: str, urlsafe: bool
+) -> None:
+    """Whatever precedes and follows the secret (so at each of the three offsets in a 3-byte
+    group), the base64 characters made of the secret's bits alone are masked, as one run;
+    the characters around it, which hold bits of their neighbours too, stay."""
+    from faxws._protocol.redact import redact as mask
+
+    start, end = len(before.encode()), len(before.encode()) + len(secret.encode())
+    encoded = b64(f"{before}{secret}:and more", urlsafe=urlsafe)
+    first, last = -(-start * 8 // 6), end * 8 // 6  # characters of the secret's bits only
+    assert mask(f"auth {encoded} end", [secret]) == f"auth {encoded[:first]}***{encoded[last:]} end"
+
+
+@pytest.mark.parametrize(
+    ("secret", "masked_at"),
+    [("123456", [0]), ("12345", []), ("1234", [])],
+)
+def test_short_secrets_are_masked_in_base64_only_where_their_run_has_8_characters(
+    secret: str, masked_at: list[int]
+) -> None:
+    """A run shorter than 8 characters would mask chance matches: a 6-byte secret is masked
+    only where it starts a 3-byte group, a shorter one never (7 bytes or more: everywhere)."""
+    from faxws._protocol.redact import redact as mask
+
+    for offset in range(3):
+        encoded = b64("x" * offset + secret)
+        assert (mask(encoded, [secret]) != encoded) == (offset in masked_at), offset
+
+
+@pytest.mark.parametrize("auth", ["pin", "token"])
+@pytest.mark.parametrize("face", ["sync", "async", "zeep"])
+def test_base64_spellings_echoed_in_a_fault_are_masked_in_every_face(
+    capture_server: type[CaptureServer], make_face: Callable[[str], Face], face: str, auth: str
+) -> None:
+    secret = PIN if auth == "pin" else TOKEN
+    echoed = f"basic {b64(f'{USER}:{secret}')}, bearer {b64(secret, urlsafe=True)}"
+    server = capture_server(
+        lambda raw: http_reply(fault_response("c", echoed), "500 Internal Server Error")
+    )
+    with pytest.raises(FaxWSError) as info:
+        _call(make_face, face, server.url, "report", **{auth: secret})
+    shown = f"{info.value} {info.value.fault_string}"  # type: ignore[attr-defined]
+    assert shown.count("***") == 4
+    for spelling in (b64(f"{USER}:{secret}"), b64(secret, urlsafe=True)):
+        assert spelling[-12:-4] not in shown
