@@ -102,7 +102,9 @@ class BearerAuth(Credentials):
         # echoes; bounded, but far beyond the distinct tokens of the calls in flight at once.
         # Each with its forms, and all of them joined once per change, not per mask.
         self._seen: dict[str, frozenset[str]] = {}
-        self._all: frozenset[str] = frozenset()
+        # The service may echo what the provider authenticates with, too.
+        self._own = frozenset().union(*map(masked_forms, _provider_secrets(token)))
+        self._all = self._own
         self._lock = threading.Lock()
         if self._fixed:
             self._remember(self._fixed)
@@ -150,7 +152,7 @@ class BearerAuth(Credentials):
                 self._seen[token] = forms
                 if len(self._seen) > _SEEN_TOKENS:
                     del self._seen[next(iter(self._seen))]
-                self._all = frozenset().union(*self._seen.values())
+                self._all = self._own.union(*self._seen.values())
 
     def pin(self) -> str:
         return ""
@@ -217,6 +219,18 @@ def credentials_from(
     if not isinstance(pin, str):
         raise BadInputError("pin", f"must be a str, not {type(pin).__name__}")
     return PinAuth(pin)
+
+
+def _provider_secrets(token: object) -> tuple[str, ...]:
+    """What one of faxws's token providers authenticates with (its client secret, and the
+    ``id:secret`` of HTTP Basic), for the client to mask; nothing for any other provider."""
+    oauth = sys.modules.get("faxws.oauth")  # not imported: no such provider exists
+    if oauth is not None and isinstance(
+        token, (oauth.ClientCredentials, oauth.AsyncClientCredentials)
+    ):
+        secrets: tuple[str, ...] = token._secrets()
+        return secrets
+    return ()
 
 
 def _check_provider(provider: object, asynchronous: bool) -> None:

@@ -24,6 +24,7 @@ from conftest import (
     envelope,
     fault_response,
     http_reply,
+    report_response,
 )
 from faxws import FaxFile, FaxWSError
 from faxws.errors import ProtocolError
@@ -559,3 +560,44 @@ def test_base64_spellings_echoed_in_a_fault_are_masked_in_every_face(
     assert shown.count("***") == 4
     for spelling in (b64(f"{USER}:{secret}"), b64(secret, urlsafe=True)):
         assert spelling[-12:-4] not in shown
+
+
+# -- the token provider's own secrets, echoed by the service ----------------------------------
+
+
+@pytest.mark.parametrize("face", ["sync", "async", "zeep"])
+def test_the_client_secret_echoed_by_the_service_is_masked_in_every_face(
+    caplog: pytest.LogCaptureFixture,
+    capture_server: type[CaptureServer],
+    make_face: Callable[[str], Face],
+    face: str,
+) -> None:
+    """A client given one of faxws's token providers masks what the provider authenticates
+    with too: its client secret, and ``id:secret`` as HTTP Basic carries it (whole, the
+    client id's part included), in errors and in the DEBUG log of the activity id."""
+    caplog.set_level(logging.DEBUG)
+    echoes = iter(
+        [
+            fault_response("c", f"secret {SECRET}, basic {b64(f'cid:{SECRET}')}"),
+            report_response(),
+        ]
+    )
+
+    def answer(raw: bytes) -> bytes:
+        if raw.startswith(b"POST /token"):
+            return http_reply(b'{"access_token": "at-1", "token_type": "Bearer"}')
+        return http_reply(next(echoes), "200 OK", extra=f"x-ch-activity-id: {SECRET}\r\n")
+
+    server = capture_server(answer)
+    provider = make_face("async" if face == "async" else "sync").provider(
+        f"{server.url}/token", "cid", SECRET
+    )
+    with pytest.raises(FaxWSError) as info:
+        _call(make_face, face, server.url, "report", token=provider)
+    fault = info.value.fault_string  # type: ignore[attr-defined]
+    assert fault.startswith("secret ***, basic ***")
+    assert b64("cid:")[:4] not in fault  # the Basic form is masked from its start
+    _call(make_face, face, server.url, "report", token=provider)  # the activity id is logged
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "(activity id ***)" in logged
+    assert SECRET not in f"{info.value}\n{logged}"
