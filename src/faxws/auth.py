@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, runtime_checkable
 
 from faxws._protocol.checks import check_header_token, check_text
-from faxws._protocol.redact import redact
+from faxws._protocol.redact import mask_forms, masked_forms
 from faxws.errors import AuthenticationError, BadInputError, FaxWSError
 
 __all__ = ["AsyncTokenProvider", "BearerAuth", "Credentials", "PinAuth", "TokenProvider"]
@@ -73,10 +73,15 @@ class Credentials:
         """``text`` with every secret this object knows, and ``also`` (a call's own, such as
         a notification password), in any of its escaped or encoded forms, replaced by
         ``***``."""
-        return redact(text, (*self._secrets(), *also))
+        forms = self._forms()
+        if also:
+            forms = forms.union(*map(masked_forms, also))
+        return mask_forms(text, forms)
 
-    def _secrets(self) -> tuple[str, ...]:
-        return ()
+    def _forms(self) -> frozenset[str]:
+        """What :meth:`redact` looks for: the forms of this object's secrets, kept (a client
+        masks with them often)."""
+        return frozenset()
 
 
 class BearerAuth(Credentials):
@@ -95,8 +100,14 @@ class BearerAuth(Credentials):
             self._fixed = check_header_token("token", token)
         # Tokens handed out recently, so that redact() can find them in what a server
         # echoes; bounded, but far beyond the distinct tokens of the calls in flight at once.
-        self._seen: dict[str, None] = dict.fromkeys([self._fixed] if self._fixed else [])
+        # Each with its forms, and all of them joined once per change, not per mask.
+        self._seen: dict[str, frozenset[str]] = {}
+        # The service may echo what the provider authenticates with, too.
+        self._own = frozenset().union(*map(masked_forms, _provider_secrets(token)))
+        self._all = self._own
         self._lock = threading.Lock()
+        if self._fixed:
+            self._remember(self._fixed)
 
     def bearer_token(self, request_id: str | None) -> str:
         if self._provider is None:
@@ -130,12 +141,18 @@ class BearerAuth(Credentials):
                 f"the token provider returned a bad token: {exc.problem}",
                 request_id=request_id,
             ) from None
+        if checked not in self._seen:
+            self._remember(checked)
+        return checked
+
+    def _remember(self, token: str) -> None:
+        forms = masked_forms(token)
         with self._lock:
-            if checked not in self._seen:
-                self._seen[checked] = None
+            if token not in self._seen:
+                self._seen[token] = forms
                 if len(self._seen) > _SEEN_TOKENS:
                     del self._seen[next(iter(self._seen))]
-        return checked
+                self._all = self._own.union(*self._seen.values())
 
     def pin(self) -> str:
         return ""
@@ -155,9 +172,8 @@ class BearerAuth(Credentials):
         invalidate = getattr(self._provider, "invalidate", None)
         return invalidate() if callable(invalidate) else None
 
-    def _secrets(self) -> tuple[str, ...]:
-        with self._lock:
-            return tuple(self._seen)
+    def _forms(self) -> frozenset[str]:
+        return self._all  # replaced whole under the lock: one read sees a consistent set
 
     def __repr__(self) -> str:
         source = "provider" if self._provider is not None else "fixed"
@@ -171,6 +187,7 @@ class PinAuth(Credentials):
 
     def __init__(self, pin: str) -> None:
         self._pin = check_text("pin", pin, required=True)
+        self._pin_forms = masked_forms(self._pin)
 
     def bearer_token(self, request_id: str | None) -> None:
         return None
@@ -178,8 +195,8 @@ class PinAuth(Credentials):
     def pin(self) -> str:
         return self._pin
 
-    def _secrets(self) -> tuple[str, ...]:
-        return (self._pin,)
+    def _forms(self) -> frozenset[str]:
+        return self._pin_forms
 
     def __repr__(self) -> str:
         return "PinAuth(pin=<hidden>)"
@@ -202,6 +219,18 @@ def credentials_from(
     if not isinstance(pin, str):
         raise BadInputError("pin", f"must be a str, not {type(pin).__name__}")
     return PinAuth(pin)
+
+
+def _provider_secrets(token: object) -> tuple[str, ...]:
+    """What one of faxws's token providers authenticates with (its client secret, and the
+    ``id:secret`` of HTTP Basic), for the client to mask; nothing for any other provider."""
+    oauth = sys.modules.get("faxws.oauth")  # not imported: no such provider exists
+    if oauth is not None and isinstance(
+        token, (oauth.ClientCredentials, oauth.AsyncClientCredentials)
+    ):
+        secrets: tuple[str, ...] = token._secrets()
+        return secrets
+    return ()
 
 
 def _check_provider(provider: object, asynchronous: bool) -> None:

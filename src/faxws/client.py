@@ -64,7 +64,6 @@ from faxws.errors import (
     ServiceError,
     WaitTimeoutError,
     excerpt,
-    mask_error,
 )
 from faxws.jobs import JobOptions, job_details
 from faxws.models import (
@@ -309,6 +308,10 @@ class _ClientBase(Generic[TokenT]):
             exc.request_id = rid
             raise
 
+    def _boundary(self, rid: str, secret: str = "") -> call_boundary:
+        """The boundary of a call: what leaves it is masked with :meth:`_redactor`."""
+        return call_boundary(rid, self._redactor(secret))
+
     def _redactor(self, secret: str) -> Callable[[str], str]:
         """The mask of what a call's answer or error quotes: the client's secrets and the
         notification password the call carries."""
@@ -427,7 +430,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         reference = None
         secret = _notify_secret(options)
         try:
-            with call_boundary(rid):
+            with self._boundary(rid, secret):
                 operation, request, named, reference = self._send_fax_request(
                     recipients, files, options
                 )
@@ -435,8 +438,6 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 return self._send_fax_result(rid, named, response, raw, reference, secret)
         except FaxWSError as exc:
             exc.reference_id = reference
-            if secret:
-                mask_error(exc, self._redactor(secret))
             raise
 
     def get_fax_status(
@@ -452,10 +453,12 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         statuses: list[FaxStatus] = []
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
-            with call_boundary(rid):
+            with self._boundary(rid):
                 request = self._ids_request(GetFaxStatus, batch)
                 response, _ = self._call(GET_FAX_STATUS, request, rid, idempotent=True)
-                statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
+                statuses += _aligned(
+                    batch, map(_fax_status, response.fax_status_list.item), rid, self._auth.redact
+                )
         return statuses
 
     def get_real_time_fax_status(
@@ -471,14 +474,16 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         statuses: list[RealTimeFaxStatus] = []
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
-            with call_boundary(rid):
+            with self._boundary(rid):
                 statuses += self._real_time_batch(batch, rid)
         return statuses
 
     def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
         request = self._ids_request(GetRealTimeFaxStatusEx2, batch)
         response, _ = self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
-        return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
+        return _aligned(
+            batch, map(_real_time_status, response.fax_status_list.item), rid, self._auth.redact
+        )
 
     def get_status_by_reference(
         self, reference_id: str, *, request_id: str | None = None
@@ -487,7 +492,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         right after a lost answer does not prove that nothing was sent (the vendor does not say
         how soon a job becomes visible)."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._reference_request(reference_id)
             response, _ = self._call(SIMPLE_GET_FAX_STATUS, request, rid, idempotent=True)
             return self._reference_result(reference_id, response.return_, rid)
@@ -497,7 +502,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         once a byte may have reached it. A job that ended, or an unknown one, is a
         ServiceError."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._cancel_request(job_id)
             _, raw = self._call(CANCEL_FAX, request, rid, idempotent=False)
             return CancelResult(request.job_id, rid, self._traced(raw)["activity_id"])
@@ -524,7 +529,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
                 if n and waiting.left() <= 0:  # the round's first poll may be at the deadline
                     break
                 rid = _request_id(None)
-                with call_boundary(rid):
+                with self._boundary(rid):
                     waiting.record(self._real_time_batch(batch, rid))
             if on_progress is not None:
                 on_progress(waiting.results())
@@ -544,7 +549,7 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         0 and an empty ``RecipAddress`` are sent (an assumption: the interface does not say
         how to ask for the whole job). An unknown job id is a ServiceError (code -5019)."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._report_request(job_id, recipient_type, recip_address)
             _, raw = self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
             return self._report_result(rid, request, raw)
@@ -618,7 +623,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         reference = None
         secret = _notify_secret(options)
         try:
-            with call_boundary(rid):
+            with self._boundary(rid, secret):
                 operation, request, named, reference = self._send_fax_request(
                     recipients, files, options
                 )
@@ -628,8 +633,6 @@ class AsyncFaxClient(_ClientBase[Token]):
                 return self._send_fax_result(rid, named, response, raw, reference, secret)
         except FaxWSError as exc:
             exc.reference_id = reference
-            if secret:
-                mask_error(exc, self._redactor(secret))
             raise
         except asyncio.CancelledError:
             if reference is not None:  # the caller's only way to look the job up
@@ -652,10 +655,12 @@ class AsyncFaxClient(_ClientBase[Token]):
         statuses: list[FaxStatus] = []
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
-            with call_boundary(rid):
+            with self._boundary(rid):
                 request = self._ids_request(GetFaxStatus, batch)
                 response, _ = await self._call(GET_FAX_STATUS, request, rid, idempotent=True)
-                statuses += _aligned(batch, map(_fax_status, response.fax_status_list.item), rid)
+                statuses += _aligned(
+                    batch, map(_fax_status, response.fax_status_list.item), rid, self._auth.redact
+                )
         return statuses
 
     async def get_real_time_fax_status(
@@ -670,14 +675,16 @@ class AsyncFaxClient(_ClientBase[Token]):
         statuses: list[RealTimeFaxStatus] = []
         for batch in self._job_ids(job_ids, batch_size, request_id):
             rid = _request_id(request_id)
-            with call_boundary(rid):
+            with self._boundary(rid):
                 statuses += await self._real_time_batch(batch, rid)
         return statuses
 
     async def _real_time_batch(self, batch: list[str], rid: str) -> list[RealTimeFaxStatus]:
         request = self._ids_request(GetRealTimeFaxStatusEx2, batch)
         response, _ = await self._call(GET_REAL_TIME_FAX_STATUS_EX2, request, rid, idempotent=True)
-        return _aligned(batch, map(_real_time_status, response.fax_status_list.item), rid)
+        return _aligned(
+            batch, map(_real_time_status, response.fax_status_list.item), rid, self._auth.redact
+        )
 
     async def get_status_by_reference(
         self, reference_id: str, *, request_id: str | None = None
@@ -685,7 +692,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         """The status for ``JRI-<reference_id>`` (see
         :meth:`FaxClient.get_status_by_reference`)."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._reference_request(reference_id)
             response, _ = await self._call(SIMPLE_GET_FAX_STATUS, request, rid, idempotent=True)
             return self._reference_result(reference_id, response.return_, rid)
@@ -693,7 +700,7 @@ class AsyncFaxClient(_ClientBase[Token]):
     async def cancel_fax(self, job_id: str, *, request_id: str | None = None) -> CancelResult:
         """Ask to cancel a job (see :meth:`FaxClient.cancel_fax`)."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._cancel_request(job_id)
             _, raw = await self._call(CANCEL_FAX, request, rid, idempotent=False)
             return CancelResult(request.job_id, rid, self._traced(raw)["activity_id"])
@@ -715,7 +722,7 @@ class AsyncFaxClient(_ClientBase[Token]):
                 if n and waiting.left() <= 0:  # the round's first poll may be at the deadline
                     break
                 rid = _request_id(None)
-                with call_boundary(rid):
+                with self._boundary(rid):
                     waiting.record(await self._real_time_batch(batch, rid))
             if on_progress is not None:
                 on_progress(waiting.results())
@@ -733,7 +740,7 @@ class AsyncFaxClient(_ClientBase[Token]):
         """Ask for the broadcast report of a job (see
         :meth:`FaxClient.get_fax_broadcast_report`)."""
         rid = _request_id(request_id)
-        with call_boundary(rid):
+        with self._boundary(rid):
             request = self._report_request(job_id, recipient_type, recip_address)
             _, raw = await self._call(GET_FAX_BROADCAST_REPORT, request, rid, idempotent=True)
             return self._report_result(rid, request, raw)
@@ -777,15 +784,18 @@ def _timed_out(waiting: Waiting[RealTimeFaxStatus], timeout: float, rid: str) ->
 StatusT = TypeVar("StatusT", bound=FaxStatus)
 
 
-def _aligned(asked: list[str], answered: Iterable[StatusT], rid: str) -> list[StatusT]:
+def _aligned(
+    asked: list[str], answered: Iterable[StatusT], rid: str, mask: Callable[[str], str]
+) -> list[StatusT]:
     """One status per id asked, in the order asked; an answer that names other ids, one twice,
-    or leaves one out is a ProtocolError (a status paired with the wrong job is worse)."""
+    or leaves one out is a ProtocolError (a status paired with the wrong job is worse). An id
+    the service wrote is masked before it is cut short (a cut secret is no longer found)."""
     found: dict[str, StatusT] = {}
     for status in answered:
         if status.job_id not in asked or status.job_id in found:
             which = "twice" if status.job_id in found else "though it was not asked for"
             raise ProtocolError(
-                f"the status answer names job {excerpt(status.job_id, 80)!r} {which}",
+                f"the status answer names job {excerpt(mask(status.job_id), 80)!r} {which}",
                 request_id=rid,
             )
         found[status.job_id] = status

@@ -32,9 +32,16 @@ __all__ = [
 
 
 def mask_error(exc: FaxWSError, redact: Callable[[str], str]) -> None:
-    """Mask in an error's text a secret of the call that the layers below did not know (they
-    mask the client's own): an HTTP stack may quote what the service sent."""
-    for name in ("message", "body_excerpt", "fault_string", "error_string"):
+    """Mask every text of an error (its message and each attribute that may quote what a
+    server sent) as it leaves a call: any of them may quote a secret echoed back."""
+    for name in (
+        "message",
+        "body_excerpt",
+        "fault_code",
+        "fault_string",
+        "error_string",
+        "problem",
+    ):
         value = getattr(exc, name, None)
         if isinstance(value, str):
             setattr(exc, name, redact(value))

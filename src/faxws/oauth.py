@@ -27,7 +27,7 @@ from faxws._http.shared import (
 from faxws._http.sync_transport import failure, forget_connections, new_session, read_body
 from faxws._log import logger
 from faxws._protocol.checks import check_header_token, check_text, is_loopback
-from faxws._protocol.redact import redact
+from faxws._protocol.redact import mask_forms, masked_forms
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
@@ -101,6 +101,7 @@ class ClientCredentials:
         self._url = token_url
         self._client_id = check_text("client_id", client_id, required=True)
         self._secret = check_text("client_secret", client_secret, required=True)
+        self._secret_forms = frozenset().union(*map(masked_forms, self._secrets()))
         self._scope = check_text("scope", scope)
         if (
             isinstance(leeway, bool)
@@ -132,8 +133,13 @@ class ClientCredentials:
     def _new_session(self) -> requests.Session:
         return new_session(self._verify, max_connections=4)
 
+    def _secrets(self) -> tuple[str, str]:
+        """The client secret, and ``id:secret`` as HTTP Basic carries it (an endpoint or a
+        service may echo either); clients given this provider mask them too."""
+        return self._secret, f"{self._client_id}:{self._secret}"
+
     def _redact(self, text: str) -> str:
-        return redact(text, (self._secret,))
+        return mask_forms(text, self._secret_forms)
 
     def _after_fork_in_child(self) -> None:
         """The cached token stays valid in a forked child; the pooled connections (written
@@ -443,6 +449,9 @@ class AsyncClientCredentials:
 
     def __repr__(self) -> str:
         return f"Async{self._grant!r}"
+
+    def _secrets(self) -> tuple[str, str]:
+        return self._grant._secrets()
 
     async def __call__(self) -> str:
         token = self._token

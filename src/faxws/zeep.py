@@ -39,7 +39,7 @@ from faxws._protocol.writer import payload_envelope
 from faxws._telemetry import traced
 from faxws.auth import Credentials, credentials_from
 from faxws.client import service_url
-from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt, mask_error
+from faxws.errors import BadInputError, FaxWSError, ProtocolError, excerpt
 from faxws.validation import XS_NS, Validator, default_validator
 
 __all__ = ["IDEMPOTENT_PREFIXES", "FaxWSPlugin", "FaxWSTransport", "make_client"]
@@ -167,12 +167,7 @@ class FaxWSTransport(zeep.Transport):
         rid = new_request_id() if given is None else check_request_id(given)
         _current.request_id = rid
         redact = _current.redact = _redactor(self.credentials, payload)
-        try:
-            return self._exchange(address, payload, headers, rid, redact)
-        except FaxWSError as exc:
-            if redact != self.credentials.redact:  # bound methods: equal, never identical
-                mask_error(exc, redact)
-            raise
+        return self._exchange(address, payload, headers, rid, redact)
 
     def _exchange(
         self,
@@ -182,7 +177,7 @@ class FaxWSTransport(zeep.Transport):
         rid: str,
         redact: Callable[[str], str],
     ) -> Any:
-        with call_boundary(rid):
+        with call_boundary(rid, redact):
             if address != self.caller.url:
                 raise BadInputError(
                     "address", f"is {address!r}; this client posts only to {self.caller.url}"
@@ -209,7 +204,7 @@ class FaxWSTransport(zeep.Transport):
                 answer_payload = payload_of(raw.status, raw.content, rid, redact)
                 if answer_payload.tag != answer:
                     raise ProtocolError(
-                        f"the answer to {name} is {redact(str(answer_payload.tag))}, not {answer}",
+                        f"the answer to {name} is {answer_payload.tag}, not {answer}",
                         request_id=rid,
                         status_code=raw.status,
                     )

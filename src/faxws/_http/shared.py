@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 from urllib.parse import urlsplit
 
-from faxws._log import logger
+from faxws._log import call_mask, logger
 from faxws._protocol.checks import is_loopback
 from faxws._protocol.soap import may_retry, request_headers
 from faxws._version import __version__
@@ -37,6 +37,7 @@ from faxws.errors import (
     RequestTimeoutError,
     TransportError,
     excerpt,
+    mask_error,
 )
 
 if TYPE_CHECKING:
@@ -454,26 +455,35 @@ def early_success(request_id: str, where: str) -> TransportError:
 # -- a call -----------------------------------------------------------------------------------
 
 
-class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid):``)
+class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid, mask):``)
     """Everything a call raises is a FaxWSError carrying its request id; any other exception
     is a bug below, reported as one that may have been delivered (nothing tells otherwise).
     An error also says ``maybe_delivered`` when an earlier attempt of the call may have been
     delivered (:meth:`Attempts.may_have_delivered` records it here), whatever its own attempt
     says: the service may have acted on that one.
+
+    The one way out of a call for its errors and its log records, so the one place they are
+    masked: ``mask`` (the client's secrets and the call's own) is applied to every text of an
+    error leaving it and, through :data:`~faxws._log.call_mask`, to every record the
+    ``faxws`` logger writes meanwhile. A text cut short must still be masked before the cut,
+    where it is made (a cut secret is no longer found).
     A class, not a contextlib generator: entered on every call, it costs a third as much."""
 
-    __slots__ = ("_entered", "_rid", "delivered")
+    __slots__ = ("_entered", "_mask", "_rid", "_token", "delivered")
 
-    def __init__(self, rid: str) -> None:
+    def __init__(self, rid: str, mask: Callable[[str], str]) -> None:
         self._rid = rid
+        self._mask = mask
         self.delivered = False
 
     def __enter__(self) -> None:
         # Found by the call's Attempts through the context, so that no face has to hand it
         # down: each thread and each task has its own.
         self._entered = _CURRENT_CALL.set(self)
+        self._token = call_mask.set(self._mask)
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        call_mask.reset(self._token)
         _CURRENT_CALL.reset(self._entered)
         if exc is None or not isinstance(exc, Exception):
             return  # a success, or KeyboardInterrupt, CancelledError and the like
@@ -482,6 +492,7 @@ class call_boundary:  # noqa: N801 (used as a function: ``with call_boundary(rid
                 exc.request_id = self._rid
             if self.delivered and not exc.maybe_delivered:
                 _after_delivery(exc)
+            mask_error(exc, self._mask)
             return
         # Not chained: its arguments may hold the request, secrets included.
         import traceback

@@ -30,14 +30,31 @@ _FAULT11, _FAULT12 = f"{{{SOAP11_NS}}}Fault", f"{{{SOAP12_NS}}}Fault"
 
 
 ResponseT = TypeVar("ResponseT")
+#: A mask of secrets (a client's and a call's own).
+Redact = Callable[[str], str]
 
 
 class ReadError(Exception):
-    """Raised inside the reader; the caller turns it into a typed error with context."""
+    """Raised inside the reader; the caller turns it into a typed error with context.
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    ``quoted``: the server's text the message quotes, cut short, if any: :meth:`says` masks
+    it before the cut (a secret cut in two is no longer found by a mask applied after)."""
+
+    def __init__(self, message: str, quoted: str | None = None) -> None:
+        self.base = message
+        self.quoted = quoted
+        self.message = message if quoted is None else f"{message}: {quoted[:_QUOTED]!r}"
+        super().__init__(self.message)
+
+    def says(self, redact: Redact) -> str:
+        """The message, what it quotes masked with ``redact`` before it is cut."""
+        if self.quoted is None:
+            return self.message
+        return f"{self.base}: {redact(self.quoted)[:_QUOTED]!r}"
+
+
+#: How much of a value a message quotes.
+_QUOTED = 40
 
 
 def parse_document(data: bytes) -> etree._Element:
@@ -110,7 +127,7 @@ def read_payload(payload: etree._Element, cls: type[Any]) -> Any:
     try:
         result = reader.read(payload, unknown)
     except _Misfit as exc:
-        raise ReadError(f"{exc.before}/{xml.name}{exc.path}{exc.after}") from None
+        raise ReadError(f"{exc.before}/{xml.name}{exc.path}{exc.after}", exc.quoted) from None
     if unknown:
         # The service may grow: unknown elements are tolerated.
         where: dict[str, list[str]] = {}
@@ -125,11 +142,17 @@ class _Misfit(Exception):  # noqa: N818 (internal: becomes a ReadError with the 
     """What does not fit; the path grows as it passes up through the readers."""
 
     def __init__(
-        self, before: str, path: str, after: str, element: etree._Element | None = None
+        self,
+        before: str,
+        path: str,
+        after: str,
+        element: etree._Element | None = None,
+        quoted: str | None = None,
     ) -> None:
         super().__init__(before + path + after)
         self.before, self.path, self.after = before, path, after
         self.element = element  # the child at fault, when its position is not known yet
+        self.quoted = quoted  # the text at fault, quoted after the message (see ReadError)
 
 
 class _Reader:
@@ -248,8 +271,8 @@ def _reader(cls: type[Any]) -> _Reader:
     return found
 
 
-def _misfit(element: etree._Element, after: str) -> _Misfit:
-    return _Misfit("", "", after, element)
+def _misfit(element: etree._Element, after: str, quoted: str | None = None) -> _Misfit:
+    return _Misfit("", "", after, element, quoted)
 
 
 def _scalar(xsd_type: str, element: etree._Element) -> Any:
@@ -264,7 +287,7 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
             return True
         if token in ("false", "0"):
             return False
-        raise _misfit(element, f" is not a boolean: {token[:40]!r}")
+        raise _misfit(element, " is not a boolean", token)
     if xsd_type in RANGES:
         low, high = RANGES[xsd_type]
         try:
@@ -272,7 +295,7 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
                 raise ValueError
             number = int(token)
         except ValueError:
-            raise _misfit(element, f" is not an integer: {token[:40]!r}") from None
+            raise _misfit(element, " is not an integer", token) from None
         if not low <= number <= high:
             raise _misfit(element, f" is out of range for xs:{xsd_type}: {number}")
         return number
@@ -282,9 +305,6 @@ def _scalar(xsd_type: str, element: etree._Element) -> Any:
         except (binascii.Error, ValueError):
             raise _misfit(element, " is not valid base64") from None
     raise _misfit(element, f" has the unsupported type xs:{xsd_type}")
-
-
-Redact = Callable[[str], str]
 
 
 def body_excerpt(content: bytes, redact: Redact) -> str:
@@ -392,7 +412,7 @@ def interpret(
         return result
     except ReadError as exc:
         raise ProtocolError(
-            exc.message,
+            exc.says(redact),
             request_id=rid,
             status_code=status,
             body_excerpt=body_excerpt(content, redact),

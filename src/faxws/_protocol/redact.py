@@ -8,19 +8,30 @@ The text is decoded into canonical forms (XML references, percent-encoded UTF-8 
 JSON and Python backslash escapes each become the character they spell) that remember where
 each character came from; each secret (as given, NFC and NFD) is found there and its original
 span masked: mixed spellings too, in time linear in the text whatever the secret's length.
+
+Base64 (HTTP Basic credentials, a token echoed encoded) is searched for too. A secret inside a
+longer text starts at one of three offsets in a 3-byte group, so its base64 has three possible
+shapes; in each, the characters made only of the secret's own bits are the same whatever comes
+before or after it. That run (standard and URL-safe alphabet) is masked wherever it appears,
+when it is at least :data:`MIN_BASE64_RUN` characters long: shorter runs would mask chance
+matches. So a secret of 7 bytes or more (UTF-8) is masked in base64 at every offset.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MASK", "redact", "secret_forms"]
+__all__ = ["MASK", "MIN_BASE64_RUN", "mask_forms", "masked_forms", "redact", "secret_forms"]
 
 MASK = "***"
+#: The shortest run of base64 characters masked as a secret's base64 spelling.
+MIN_BASE64_RUN = 8
+_URL_SAFE = str.maketrans("+/", "-_")
 
 _XML = r"&#[0-9]{1,8};|&#[xX][0-9a-fA-F]{1,8};|&(?:amp|lt|gt|quot|apos);"
 _PERCENT = r"(?:%[0-9a-fA-F]{2})+"
@@ -86,11 +97,43 @@ def _variants(secret: str) -> set[str]:
     return forms | {f.encode("utf-8", "surrogatepass").decode("latin-1") for f in forms}
 
 
+def _base64_runs(data: bytes) -> set[str]:
+    """The base64 characters every encoding of a text holding ``data`` contains, for each of
+    the three offsets ``data`` may start at in a 3-byte group, in both alphabets."""
+    runs = set()
+    for offset in range(3):
+        # Characters before ``first`` hold bits of what precedes; from ``last`` on, of what
+        # follows (or padding).
+        encoded = base64.b64encode(bytes(offset) + data).decode("ascii")
+        first, last = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+        run = encoded[first:last]
+        if len(run) >= MIN_BASE64_RUN:
+            runs |= {run, run.translate(_URL_SAFE)}
+    return runs
+
+
+def masked_forms(secret: str) -> frozenset[str]:
+    """What :func:`mask_forms` looks for to mask ``secret``: its Unicode and Latin-1 readings
+    (each found in every escaped spelling) and its base64 runs. Worth keeping for a secret
+    that masks many texts."""
+    if not secret:
+        return frozenset()
+    forms = {unicodedata.normalize("NFC", secret), unicodedata.normalize("NFD", secret), secret}
+    runs = {r for f in forms for r in _base64_runs(f.encode("utf-8", "surrogatepass"))}
+    return frozenset(_variants(secret) | runs)
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of every secret replaced by ``***``, however each of its
     characters is spelled (raw, XML reference, percent-encoded, ``+`` for a space,
-    backslash-escaped, NFC or NFD, UTF-8 read as Latin-1)."""
-    wanted = {v for s in secrets if s for v in _variants(s)}
+    backslash-escaped, NFC or NFD, UTF-8 read as Latin-1, base64 in either alphabet)."""
+    if not text:
+        return text
+    return mask_forms(text, {f for s in secrets for f in masked_forms(s)})
+
+
+def mask_forms(text: str, wanted: Collection[str]) -> str:
+    """:func:`redact` for secrets given by their :func:`masked_forms`."""
     if not wanted or not text:
         return text
     if not any(c in text for c in "&%\\+") and not any(v in text for v in wanted):
