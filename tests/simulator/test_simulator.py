@@ -6,6 +6,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -544,3 +545,11 @@ def test_a_call_the_simulator_fails_to_answer_gets_a_server_fault(
     assert logged[0].startswith(failed + "\nTraceback (most recent call last):")
     monkeypatch.undo()
     assert client.send_fax(["+1 555 0100"], [PDF]).job_ids
+
+
+def test_send_fax_answers_the_ttfp_the_guide_says(faxws_simulator: FaxWSSimulator) -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text(encoding="utf-8")
+    said = re.search(r"SendFax stores the job and answers .*?TTFP (\d+)", guide, re.S)
+    assert said is not None
+    result = pin_client(faxws_simulator).send_fax(["+1 555 0100"], [PDF])
+    assert result.ttfp == int(said.group(1))
