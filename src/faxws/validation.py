@@ -375,6 +375,15 @@ def _payload(document: Document) -> etree._Element | ValidationIssues:
         names = ", ".join(etree.QName(c).localname for c in children) or "nothing"
         message = f"an Envelope holds an optional Header and then a Body, not {names}"
         return _one(_line(root), "/Envelope", message)
+    for part, path in ((root, "/Envelope"), (children[-1], "/Envelope/Body")):
+        # Validating the payload copies its ancestors' namespace declarations, at a cost
+        # growing with the square of them.
+        if _safexml.crowded(part):
+            message = (
+                f"has more than {_safexml.MAX_ATTRIBUTES} attributes "
+                "(namespace declarations included)"
+            )
+            return _one(_line(part), path, message)
     payloads = [c for c in children[-1] if isinstance(c.tag, str)]
     if len(payloads) != 1:
         message = f"the Body holds {len(payloads)} elements; exactly one is expected"

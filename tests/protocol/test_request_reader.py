@@ -14,6 +14,7 @@ from faxws._protocol.request_reader import (
     MAX_ATTRIBUTES,
     MAX_DEPTH,
     MAX_ELEMENTS,
+    MAX_TEXT,
     Base64Decoder,
     DocumentSink,
     Refusal,
@@ -122,6 +123,11 @@ BAD = [
         "too many attributes",
         b"<a " + b" ".join(b'x%d="1"' % i for i in range(MAX_ATTRIBUTES + 1)) + b"/>",
         f"an element has more than {MAX_ATTRIBUTES} attributes",
+    ),
+    (
+        "namespace names count as text",
+        b"<a>" + b'<b xmlns:p="urn:%s"/>' % (b"x" * (MAX_TEXT // 2)) * 3 + b"</a>",
+        f"more than {MAX_TEXT} characters of text",
     ),
     (
         "undeclared element prefix",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import requests
@@ -423,7 +426,38 @@ def test_refused_requests_are_recorded_too(faxws_simulator: FaxWSSimulator) -> N
         (lambda: Fault.http_status(99), ValueError, "status must be from 200 to 599, not 99"),
         (lambda: Fault.http_status(600), ValueError, "status must be from 200 to 599, not 600"),
         (lambda: Fault.http_status("503"), TypeError, "status must be an int"),
-        (lambda: Fault.ws_error("-1"), TypeError, "code must be an int"),
+        (lambda: Fault.ws_error("-1"), BadInputError, "code: must be an int, not str"),
+        # What a fault later writes must be valid: ErrorCode is an xs:int, ...
+        (
+            lambda: Fault.ws_error(2**31),
+            BadInputError,
+            "code: 2147483648 is outside -2147483648..2147483647",
+        ),
+        (
+            lambda: Fault.ws_error(-(2**31) - 1),
+            BadInputError,
+            "code: -2147483649 is outside -2147483648..2147483647",
+        ),
+        # ... texts are ones XML can carry, ...
+        (lambda: Fault.ws_error(1, "a\ud800"), BadInputError, "text: contains U+D800"),
+        (lambda: Fault.ws_error(1, None), BadInputError, "text: must be a str, not NoneType"),  # type: ignore[arg-type]
+        (lambda: Fault.soap_fault("soap:Server", "\x00"), BadInputError, "text: contains U+0000"),
+        (lambda: Fault.soap_fault("soap:Server", "\ufffe"), BadInputError, "text: contains U+FFFE"),
+        (lambda: Fault.soap_fault("", "x"), BadInputError, "code: must not be empty"),
+        (lambda: Fault.soap_fault("a\nb", "x"), BadInputError, "code: contains a line break"),
+        (lambda: Fault.soap_fault(1, "x"), BadInputError, "code: must be a str, not int"),  # type: ignore[arg-type]
+        # ... and a thread can wait the seconds.
+        (
+            lambda: Fault.delay_response(86_400.5),
+            BadInputError,
+            "seconds: must be at most 86400 seconds, not 86400.5",
+        ),
+        (
+            lambda: Fault.slow_drip(1e300),
+            BadInputError,
+            "seconds: must be at most 86400 seconds, not 1e+300",
+        ),
+        (lambda: Fault.delay_response(10**400), BadInputError, "seconds: must be a finite number"),
     ],
 )
 def test_faults_are_checked_when_built(
@@ -431,6 +465,36 @@ def test_faults_are_checked_when_built(
 ) -> None:
     with pytest.raises(error, match=re.escape(message)):
         build()
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "said"),
+    [
+        (Fault.ws_error(2**31 - 1, "most"), ServiceError, (2**31 - 1, "most")),
+        (Fault.ws_error(-(2**31), "least"), ServiceError, (-(2**31), "least")),
+        (
+            Fault.soap_fault("Client", "two\nlines \U0001f4e0"),
+            SoapFaultError,
+            ("Client", "two\nlines \U0001f4e0"),
+        ),
+    ],
+    ids=["largest int", "smallest int", "text over lines"],
+)
+def test_faults_at_the_edges_of_their_checks_are_answered(
+    faxws_simulator: FaxWSSimulator, fault: Fault, error: type[Exception], said: tuple[object, str]
+) -> None:
+    faxws_simulator.inject(fault, operation="SendFax")
+    with pytest.raises(error) as info:
+        pin_client(faxws_simulator, retries=0).send_fax(["+1 555 0100"], [PDF])
+    got: Any = info.value
+    if isinstance(got, ServiceError):
+        assert (got.code, got.error_string) == said
+    else:
+        assert (got.fault_code, got.fault_string) == said
+
+
+def test_the_longest_delay_is_accepted() -> None:
+    assert Fault.delay_response(86_400).seconds == Fault.slow_drip(86_400).seconds == 86_400
 
 
 @pytest.mark.parametrize(
@@ -452,3 +516,43 @@ def test_injections_are_checked(
 def test_only_a_fault_of_one_kind_can_be_injected(faxws_simulator: FaxWSSimulator) -> None:
     with pytest.raises(TypeError, match="one of Fault's class methods"):
         faxws_simulator.inject(Fault())
+
+
+def test_a_call_the_simulator_fails_to_answer_gets_a_server_fault(
+    faxws_simulator: FaxWSSimulator,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Rather than the connection closing unanswered, which leaves the client waiting or
+    guessing; the failure is logged with its traceback, and the simulator serves on."""
+
+    def fail(*args: object) -> None:
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr("faxws.testing._http.document", fail)
+    client = pin_client(faxws_simulator, retries=0)
+    failed = "the simulator failed: RuntimeError: broken on purpose"
+    with (
+        caplog.at_level(logging.ERROR, logger="faxws.simulator"),
+        pytest.raises(SoapFaultError) as info,
+    ):
+        client.send_fax(["+1 555 0100"], [PDF])
+    assert (info.value.status_code, info.value.fault_code) == (500, "soap:Server")
+    assert info.value.fault_string == failed
+    assert (faxws_simulator.requests[-1].status, faxws_simulator.requests[-1].refusal) == (
+        500,
+        failed,
+    )
+    logged = [r.getMessage() for r in caplog.records if r.name == "faxws.simulator"]
+    assert len(logged) == 1
+    assert logged[0].startswith(failed + "\nTraceback (most recent call last):")
+    monkeypatch.undo()
+    assert client.send_fax(["+1 555 0100"], [PDF]).job_ids
+
+
+def test_send_fax_answers_the_ttfp_the_guide_says(faxws_simulator: FaxWSSimulator) -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text(encoding="utf-8")
+    said = re.search(r"SendFax stores the job and answers .*?TTFP (\d+)", guide, re.S)
+    assert said is not None
+    result = pin_client(faxws_simulator).send_fax(["+1 555 0100"], [PDF])
+    assert result.ttfp == int(said.group(1))

@@ -431,6 +431,25 @@ def test_faults_are_injected_for_an_operation(faxws_simulator: FaxWSSimulator) -
             "close_before_read cannot be limited to one operation",
         ),
         (["html_500"], "the body must be a JSON object"),
+        # Each would have left the call it applied to without an answer.
+        (
+            {"fault": "ws_error", "code": 2**31, "text": "x"},
+            "code: 2147483648 is outside -2147483648..2147483647",
+        ),
+        ({"fault": "ws_error", "code": 1.5}, "code: must be an int, not float"),
+        (
+            {"fault": "soap_fault", "code": "Client", "text": "bad \ud800"},
+            "text: contains U+D800, which XML cannot carry",
+        ),
+        ({"fault": "soap_fault", "text": 7}, "text: must be a str, not int"),
+        (
+            {"fault": "delay_response", "seconds": 1e300},
+            "seconds: must be at most 86400 seconds, not 1e+300",
+        ),
+        (
+            {"fault": "slow_drip", "seconds": 1e300},
+            "seconds: must be at most 86400 seconds, not 1e+300",
+        ),
     ],
 )
 def test_bad_fault_specs_are_refused_naming_the_problem(
@@ -438,6 +457,7 @@ def test_bad_fault_specs_are_refused_naming_the_problem(
 ) -> None:
     answer = requests.post(faxws_simulator.url + "/api/faults", json=spec, timeout=60)
     assert (answer.status_code, answer.json()) == (400, {"error": error})
+    assert get(faxws_simulator, "/api/faults").json() == {"faults": []}
 
 
 def test_faults_need_a_json_body(faxws_simulator: FaxWSSimulator) -> None:

@@ -19,6 +19,7 @@ import pytest
 import requests
 from lxml import etree
 
+from crowded import ALLOWED, IDS, REASON, REFUSED, envelope
 from faxws import AuthenticationError, BadInputError, FaxClient, FaxFile, FileType
 from faxws._protocol.redact import secret_forms
 from faxws.oauth import ClientCredentials
@@ -393,3 +394,32 @@ def test_invalid_base64_is_a_client_fault_naming_the_document(
         "/SendFax/FaxJobFiles/item[1]/FileData: not a valid xs:base64Binary"
     )
     assert faxws_simulator.jobs == []
+
+
+def _send_fax_payload() -> str:
+    template = send_fax_xml()
+    return template[template.index("<SendFax ") : template.index("</soap:Body>")]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "declarations"), [c[1:] for c in REFUSED], ids=IDS["refused"]
+)
+def test_an_element_crowded_with_attributes_or_declarations_is_a_client_fault(
+    faxws_simulator: FaxWSSimulator, attributes: int, declarations: int
+) -> None:
+    body = envelope(_send_fax_payload(), attributes, declarations)
+    r = requests.post(f"{faxws_simulator.url}/fax/v5", data=body, headers=SOAP_HEADERS, timeout=30)
+    assert (r.status_code, fault_string(r.content)) == (500, f"an element has {REASON}")
+    assert faxws_simulator.jobs == []
+
+
+@pytest.mark.parametrize(
+    ("attributes", "declarations"), [c[1:] for c in ALLOWED], ids=IDS["allowed"]
+)
+def test_an_element_at_the_bound_of_attributes_and_declarations_is_served(
+    faxws_simulator: FaxWSSimulator, attributes: int, declarations: int
+) -> None:
+    body = envelope(_send_fax_payload(), attributes, declarations)
+    r = requests.post(f"{faxws_simulator.url}/fax/v5", data=body, headers=SOAP_HEADERS, timeout=30)
+    assert r.status_code == 200
+    assert len(faxws_simulator.jobs) == 1

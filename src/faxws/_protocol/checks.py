@@ -24,16 +24,22 @@ def describe_char(char: str) -> str:
 
 def check_text(field: str, value: object, *, required: bool = False) -> str:
     """A string XML can carry on one line; ``required`` forbids the empty string."""
+    text = check_xml_text(field, value)
+    brk = _LINE_BREAK.search(text)
+    if brk is not None:
+        raise BadInputError(field, f"contains a line break ({describe_char(brk.group())})")
+    if required and not text.strip():
+        raise BadInputError(field, "must not be empty")
+    return text
+
+
+def check_xml_text(field: str, value: object) -> str:
+    """A string XML can carry, line breaks included."""
     if not isinstance(value, str):
         raise BadInputError(field, f"must be a str, not {type(value).__name__}")
     bad = _NOT_XML.search(value)
     if bad is not None:
         raise BadInputError(field, f"contains {describe_char(bad.group())}, which XML cannot carry")
-    brk = _LINE_BREAK.search(value)
-    if brk is not None:
-        raise BadInputError(field, f"contains a line break ({describe_char(brk.group())})")
-    if required and not value.strip():
-        raise BadInputError(field, "must not be empty")
     return value
 
 

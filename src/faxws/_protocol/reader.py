@@ -88,6 +88,14 @@ def soap_payload(root: etree._Element) -> etree._Element:
             break
     else:
         raise ReadError("the SOAP envelope has no Body")
+    # The payload's ancestors: validating the payload against a schema copies their
+    # declarations at a cost growing with the square of them (the parse itself is linear).
+    for part in (root, body):
+        if _safexml.crowded(part):
+            raise ReadError(
+                f"the response's {etree.QName(part).localname} has more than "
+                f"{_safexml.MAX_ATTRIBUTES} attributes (namespace declarations included)"
+            )
     children = [c for c in body if isinstance(c.tag, str)]
     if len(children) != 1:
         raise ReadError(f"the SOAP Body holds {len(children)} elements, expected 1")

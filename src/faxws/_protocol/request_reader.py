@@ -24,6 +24,7 @@ from faxws._protocol.soap import CONTENT_TYPE, MEDIA_TYPE, SOAP11_NS
 from faxws.bindings import NAMESPACE, OPERATIONS
 
 __all__ = [
+    "MAX_ATTRIBUTES",
     "MAX_DEPTH",
     "MAX_ELEMENTS",
     "MAX_TEXT",
@@ -42,7 +43,8 @@ __all__ = [
 MAX_DEPTH = 64
 MAX_ELEMENTS = 50_000
 MAX_TEXT = 4 * 1024 * 1024
-MAX_ATTRIBUTES = 64  # on one element (lxml's tree builder is quadratic in them)
+#: On one element, its namespace declarations included (see :mod:`.safexml`).
+MAX_ATTRIBUTES = _safexml.MAX_ATTRIBUTES
 
 ENVELOPE = f"{{{SOAP11_NS}}}Envelope"
 BODY = f"{{{SOAP11_NS}}}Body"
@@ -209,9 +211,14 @@ class _Target:
             raise self._refuse(f"the request has more than {MAX_ELEMENTS} elements")
         if len(self._stack) >= MAX_DEPTH:
             raise self._refuse(f"the request is nested deeper than {MAX_DEPTH} elements")
-        if len(attrib) > MAX_ATTRIBUTES:
-            raise self._refuse(f"an element has more than {MAX_ATTRIBUTES} attributes")
-        for value in attrib.values():
+        declared = nsmap or {}
+        # Counted before the tree builder sees them: its cost grows with the square of both.
+        if len(attrib) + len(declared) > MAX_ATTRIBUTES:
+            raise self._refuse(
+                f"an element has more than {MAX_ATTRIBUTES} attributes "
+                "(namespace declarations included)"
+            )
+        for value in (*attrib.values(), *declared.values()):
             self._count_text(len(value))
         self._stack.append(tag)
         depth = len(self._stack)
@@ -223,7 +230,7 @@ class _Target:
             else:
                 self._guard(self._open_document)
         # lxml hands the default namespace's prefix over as "", TreeBuilder wants None.
-        prefixes = {k or None: v for k, v in nsmap.items()} if nsmap else None
+        prefixes = {k or None: v for k, v in declared.items()} if declared else None
         self._builder.start(tag, dict(attrib), prefixes)
 
     def _open_document(self) -> None:

@@ -37,6 +37,28 @@ def push_parser(target: object) -> etree.XMLParser:
     return _hardened(target=target)  # type: ignore[arg-type]
 
 
+#: Attributes on one element, its namespace declarations included (they are attributes in
+#: XML's terms). lxml's tree builder takes time growing with the square of them, and so does
+#: validating an element against a schema with the declarations of its ancestors.
+MAX_ATTRIBUTES = 64
+
+
+def crowded(element: etree._Element) -> bool:
+    """Whether ``element`` has more than :data:`MAX_ATTRIBUTES` attributes and namespace
+    declarations of its own (not inherited ones). lxml tells them only by walking the element:
+    the walk stops at its first child, or as soon as the count passes the bound."""
+    count = len(element.attrib)
+    if count > MAX_ATTRIBUTES:
+        return True
+    for event, _ in etree.iterwalk(element, events=("start-ns", "start")):
+        if event == "start":  # after the element's own declarations
+            return False
+        count += 1
+        if count > MAX_ATTRIBUTES:
+            return True
+    return False
+
+
 def dtd_offset(data: bytes) -> int:
     """Where a DOCTYPE or entity declaration starts in ``data``, or -1 when there is none."""
     offsets = [i for i in (data.find(b"<!DOCTYPE"), data.find(b"<!ENTITY")) if i >= 0]

@@ -67,8 +67,9 @@ def same(expected: str, given: str) -> bool:
     )
 
 
-def seconds(name: str, value: object) -> float:
-    """A finite, positive number of seconds, or BadInputError naming ``name``."""
+def seconds(name: str, value: object, most: float | None = None) -> float:
+    """A finite, positive number of seconds (at most ``most``, when given), or BadInputError
+    naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadInputError(name, f"must be a number of seconds, not {type(value).__name__}")
     try:
@@ -77,4 +78,6 @@ def seconds(name: str, value: object) -> float:
         result = math.inf
     if not math.isfinite(result) or result <= 0:
         raise BadInputError(name, f"must be a finite number of seconds above 0, not {value!r}")
+    if most is not None and result > most:
+        raise BadInputError(name, f"must be at most {most:g} seconds, not {value!r}")
     return result

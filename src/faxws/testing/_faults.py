@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from faxws._protocol.checks import check_int, check_text, check_xml_text
 from faxws.bindings import OPERATIONS
 from faxws.testing._accounts import seconds
 
 __all__ = [
     "KINDS",
+    "MAX_SECONDS",
     "CloseAfterRead",
     "CloseBeforeRead",
     "DelayResponse",
@@ -32,10 +34,17 @@ __all__ = [
 ]
 
 
+#: The longest delay or slow drip, a day: beyond any test's patience, and within the longest
+#: wait a thread can make (``threading.TIMEOUT_MAX``, which is platform-dependent).
+MAX_SECONDS = 86_400.0
+
+
 @dataclass(frozen=True)
 class Fault:
     """A failure to inject: one of the subclasses, each also built by the class method of its
-    kind (``Fault.http_status(503)`` is ``HttpStatus(503)``)."""
+    kind (``Fault.http_status(503)`` is ``HttpStatus(503)``). Each is checked when built
+    (BadInputError naming the field) so that whatever it later puts on the wire is valid:
+    its answer is never one the simulator fails to write."""
 
     kind: ClassVar[str] = ""
 
@@ -84,7 +93,7 @@ class DelayResponse(Fault):
     kind: ClassVar[str] = "delay_response"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "seconds", seconds("seconds", self.seconds))
+        object.__setattr__(self, "seconds", seconds("seconds", self.seconds, MAX_SECONDS))
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,10 @@ class SoapFault(Fault):
     text: str = "simulated fault"
     kind: ClassVar[str] = "soap_fault"
 
+    def __post_init__(self) -> None:
+        check_text("code", self.code, required=True)
+        check_xml_text("text", self.text)
+
 
 @dataclass(frozen=True)
 class WsError(Fault):
@@ -126,8 +139,8 @@ class WsError(Fault):
     kind: ClassVar[str] = "ws_error"
 
     def __post_init__(self) -> None:
-        if isinstance(self.code, bool) or not isinstance(self.code, int):
-            raise TypeError("code must be an int")
+        check_int("code", self.code)  # ErrorCode is an xs:int
+        check_xml_text("text", self.text)
 
 
 @dataclass(frozen=True)
@@ -160,7 +173,7 @@ class SlowDrip(Fault):
     kind: ClassVar[str] = "slow_drip"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "seconds", seconds("seconds", self.seconds))
+        object.__setattr__(self, "seconds", seconds("seconds", self.seconds, MAX_SECONDS))
 
 
 #: Each fault type by its kind, as the REST API names them.

@@ -12,6 +12,7 @@ import struct
 import sys
 import threading
 import time
+import traceback
 from http import HTTPStatus
 from http.client import HTTPMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -343,6 +344,21 @@ class Handler(BaseHTTPRequestHandler):
         except RejectError as reject:
             status, payload, refusal, fault = reject.status, reject.body, reject.reason, None
             headers = {"Content-Type": reject.content_type, **reject.headers}
+        except OSError:
+            raise  # the client went away, or stop() shut the connection down
+        except Exception as exc:
+            # A failure of the simulator itself: answered (unless an answer was begun), so
+            # that the client is not left waiting for one that never comes, and logged with
+            # its traceback, secrets masked.
+            self.close_connection = True
+            failed = f"the simulator failed: {type(exc).__name__}: {exc}"
+            refusal = _printable(self._masked(failed))
+            trace = "".join(traceback.format_exception(exc)).rstrip()
+            _log.error("%s\n%s", refusal, self._masked(trace))
+            if self._answered:
+                return
+            status, payload, fault = 500, fault_envelope("soap:Server", refusal), None
+            headers = {"Content-Type": CONTENT_TYPE}
         finally:
             if received is not None and received.documents:
                 received.discard()  # the documents no job adopted

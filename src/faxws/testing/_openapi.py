@@ -9,8 +9,9 @@ import copy
 import functools
 from typing import Any
 
+from faxws._protocol.xsd import INT_MAX, INT_MIN
 from faxws._version import __version__
-from faxws.testing._faults import KINDS
+from faxws.testing._faults import KINDS, MAX_SECONDS
 from faxws.testing._life import OUTCOMES
 from faxws.testing._pages import MAX_PAGES
 
@@ -196,9 +197,14 @@ _SCHEMAS: dict[str, Schema] = {
             "fault": {"enum": sorted(KINDS)},
             "operation": _nullable("string", description="Only requests of this operation"),
             "times": {"type": "integer", "minimum": 1},
-            "seconds": {"type": "number", "exclusiveMinimum": 0},
+            "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS},
             "status": {"type": "integer", "minimum": 200, "maximum": 599},
-            "code": {"type": ["string", "integer"]},
+            "code": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "integer", "minimum": INT_MIN, "maximum": INT_MAX},
+                ]
+            },
             "text": _STRING,
         },
         "required": ["fault"],
