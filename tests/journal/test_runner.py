@@ -973,9 +973,13 @@ def test_rows_of_a_dead_worker_are_recovered_and_a_sending_one_never_sent_again(
     client.close()
 
 
-def test_a_long_send_keeps_its_lease(open_store: OpenStore, tmp_path: Path, pdf: Path) -> None:
+@pytest.mark.parametrize("stopped", [False, True], ids=["running", "stopped meanwhile"])
+def test_a_long_send_keeps_its_lease(
+    open_store: OpenStore, tmp_path: Path, pdf: Path, stopped: bool
+) -> None:
     """Real time: the send takes longer than the lease; the heartbeats keep it, so the run's
-    own recovery never takes the row for a dead worker's."""
+    own recovery never takes the row for a dead worker's, and its answer is recorded, also
+    when the run was asked to stop while the send was on its way (Ctrl-C)."""
     recovered: list[str] = []
 
     class Watched:
@@ -993,12 +997,18 @@ def test_a_long_send_keeps_its_lease(open_store: OpenStore, tmp_path: Path, pdf:
     store = open_store(clock=lambda: datetime.now(timezone.utc))
     with FaxWSSimulator() as sim:
         sim.inject(Fault.delay_response(2.0), operation="SendFaxEx")
-        client = client_for(sim)
+        client = Slow(client_for(sim), set(), 0.0)
+        stop = Stop()
+        if stopped:
+            client.before = lambda names: stop.request()
         batch = Batch(Watched(store), client, lease_seconds=1.2)  # type: ignore[arg-type]
         batch.add("long", spec(pdf))
-        summary = batch.run(wait=False)
-        client.close()
+        summary = batch.run(wait=False, stop=stop)
+        client.inner.close()
+    assert summary.stopped is stopped
     assert summary.counts[State.SUBMITTED] == 1
+    (row,) = store.rows_in(State.SUBMITTED)
+    assert len(row.job_ids) == 1
     assert recovered == []
 
 

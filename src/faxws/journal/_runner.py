@@ -505,6 +505,9 @@ class _Run:
         self.wait = wait
         self.owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:12]}"
         self.halt = threading.Event()
+        #: Every worker has stopped: the keeper stops too (not at the halt: sends still in
+        #: flight then keep their leases until they are recorded).
+        self.ended = threading.Event()
         self.changed = threading.Event()
         self.failure = _Failure()
         self.tracker = _Tracker(batch, self)
@@ -534,8 +537,10 @@ class _Run:
             self.failure.set(exc)
         finally:
             self.halt.set()
-            for thread in (*threads, keeper):
+            for thread in threads:
                 thread.join()
+            self.ended.set()
+            keeper.join()
         if self.failure.error is not None:
             raise self.failure.error
         counts = self.store.counts_by_state()
@@ -642,12 +647,13 @@ class _Run:
             self.changed.set()
 
     def _keeper(self) -> None:
-        """Extends the leases (and send slots) of the rows this run holds, and returns rows
+        """Extends the leases (and send slots) of the rows this run holds until its last
+        worker stopped (a stopped run's sends in flight may outlast a lease), and returns rows
         whose holders died to the others (every half lease)."""
         lease = self.batch.lease_seconds
         next_recover = time.monotonic() + lease / 2
         try:
-            while not self.halt.wait(lease / 3):
+            while not self.ended.wait(lease / 3):
                 with self._lock:
                     held = list(self._held.items())
                 for key, slot in held:
