@@ -921,3 +921,27 @@ def test_time_outs_on_plain_tcp_are_each_waited_once(
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-d"
     assert server.connections == 1
+
+
+# -- closing a client ---------------------------------------------------------------------------
+
+
+def test_a_client_used_after_close_opens_a_new_connection_which_close_ends(
+    serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    """close() ends the pooled connections; a call made after it opens a new one (as the
+    first call did), and the next close() ends that one too: the server sees each end."""
+
+    def answering(conn: Conn) -> None:
+        while conn.read_request() is not None:
+            conn.send(KEPT_ANSWER)
+
+    server = serve(answering)
+    client = client_for(server, ca_file, face)
+    send(client)
+    client.close()
+    server.wait_served(1)
+    send(client)
+    client.close()
+    server.wait_served(2)
+    assert len(server.requests) == server.connections == 2
