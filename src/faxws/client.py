@@ -403,7 +403,8 @@ class FaxClient(_ClientBase[str | Callable[[], str]]):
         return SyncCaller(self._url, self._auth, options)
 
     def close(self) -> None:
-        """Close the pooled connections."""
+        """Close the idle pooled connections (a call in flight in another thread finishes,
+        and its connection is closed then). A call made afterwards opens new ones."""
         self._caller.close()
 
     def __enter__(self) -> FaxClient:
@@ -589,7 +590,8 @@ class AsyncFaxClient(_ClientBase[Token]):
     ``token`` may also be an async callable, awaited for every request; a plain callable is
     called in the event loop, so it must not block. A call cancelled while its request is in
     flight logs (WARNING) its request id and whether the request may have been delivered,
-    closes the connection it used, and re-raises :class:`asyncio.CancelledError`.
+    closes the connection it used, and re-raises :class:`asyncio.CancelledError`; a call
+    that :meth:`close` ends is not cancelled, and raises a :class:`~faxws.FaxWSError`.
     """
 
     _asynchronous = True
@@ -601,7 +603,10 @@ class AsyncFaxClient(_ClientBase[Token]):
         return AsyncCaller(self._url, self._auth, options)
 
     async def close(self) -> None:
-        """Close the pooled connections."""
+        """Close the connections, ending every call in flight: each raises
+        :class:`~faxws.ConnectError` or :class:`~faxws.TransportError` (by whether any byte
+        was written) saying the client was closed, is not tried again and opens no
+        connection. A call made after close() has returned opens new ones."""
         await self._caller.close()
 
     async def __aenter__(self) -> AsyncFaxClient:

@@ -715,6 +715,84 @@ def test_a_proxy_that_never_answers_connect_is_a_connect_time_out(
     assert target.connections == 0
 
 
+#: How long a dripping server goes on (a byte every 20 ms), unless the client leaves first.
+DRIPS = 250
+
+
+def dripped_handshake(conn: Conn) -> None:
+    """Takes the ClientHello, then announces a 16 KiB handshake record and sends a byte of
+    it every 20 ms, for 5 s."""
+    assert conn.sock.recv(65536)
+    conn.send(b"\x16\x03\x03\x40\x00")
+    for _ in range(DRIPS):
+        conn.send(b"\x00")
+        conn.server.stopping.wait(0.02)  # the server's pace, not a synchronization
+
+
+def dripping_proxy(answer: bytes, *, then_tls: bool = False) -> Callable[[Conn], None]:
+    """A proxy answering CONNECT with ``answer`` a byte every 20 ms, then (``then_tls``) a
+    TLS server dripping its handshake, else more of a header line for 5 s."""
+
+    def script(conn: Conn) -> None:
+        assert conn.read_head() is not None
+        for byte in answer:
+            conn.send(bytes([byte]))
+            conn.server.stopping.wait(0.02)  # the server's pace, not a synchronization
+        if then_tls:
+            dripped_handshake(conn)
+            return
+        for _ in range(DRIPS):
+            conn.send(b"a")
+            conn.server.stopping.wait(0.02)
+
+    return script
+
+
+SLOW_SETUPS = {
+    # Each byte comes well inside the connect time-out: only a bound on the set-up as a
+    # whole ends them.
+    "a proxy's answer to connect dripped": (
+        dripping_proxy(b"HTTP/1.1 200 Connection established\r\nX-Pad: "),
+        True,
+    ),
+    "a tls handshake dripped": (dripped_handshake, False),
+    # Within the time-out each (0.8 s, then at most 1 s); over it together.
+    "a proxy's answer to connect, then a tls handshake, dripped": (
+        dripping_proxy(b"HTTP/1.1 200 Connection established\r\n\r\n", then_tls=True),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SLOW_SETUPS))
+def test_the_connect_time_out_bounds_the_whole_set_up(
+    case: str, serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    script, through_proxy = SLOW_SETUPS[case]
+    server = serve(script)
+    if through_proxy:
+        url, proxies = "https://localhost:9", {"https": server.url()}
+    else:
+        url, proxies = server.url().replace("http:", "https:"), {}
+    client = face.client(
+        url,
+        user_id=USER,
+        pin="4321",
+        retries=0,
+        timeout=(1, 5),
+        verify=ca_file,
+        proxies=proxies,
+    )
+    started = time.monotonic()
+    with pytest.raises(RequestTimeoutError) as info:
+        send(client)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.5, f"the set-up went on for {elapsed:.1f} s"
+    assert info.value.maybe_delivered is False
+    assert info.value.request_id == "rid-d"
+    assert server.connections == 1
+
+
 @pytest.mark.parametrize(
     ("userinfo", "decoded"),
     [
@@ -843,3 +921,27 @@ def test_time_outs_on_plain_tcp_are_each_waited_once(
     assert info.value.maybe_delivered is True
     assert info.value.request_id == "rid-d"
     assert server.connections == 1
+
+
+# -- closing a client ---------------------------------------------------------------------------
+
+
+def test_a_client_used_after_close_opens_a_new_connection_which_close_ends(
+    serve: Callable[..., ScriptedServer], ca_file: str, face: Face
+) -> None:
+    """close() ends the pooled connections; a call made after it opens a new one (as the
+    first call did), and the next close() ends that one too: the server sees each end."""
+
+    def answering(conn: Conn) -> None:
+        while conn.read_request() is not None:
+            conn.send(KEPT_ANSWER)
+
+    server = serve(answering)
+    client = client_for(server, ca_file, face)
+    send(client)
+    client.close()
+    server.wait_served(1)
+    send(client)
+    client.close()
+    server.wait_served(2)
+    assert len(server.requests) == server.connections == 2

@@ -146,6 +146,135 @@ def test_a_time_limit_around_a_call_is_the_callers_own(
     assert server.connections == 1
 
 
+# -- closing the client while calls are in flight ---------------------------------------------
+
+
+def outcomes_after_close(client: AsyncFaxClient, calls: int, ready: Callable[[], Any]) -> list[Any]:
+    """Starts ``calls`` SendFax calls (request ids rid-0, rid-1...), awaits ``ready()``, closes
+    the client, and returns what each call ended with (a result or an exception)."""
+
+    async def main() -> list[Any]:
+        tasks = [
+            asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], f"rid-{n}"))
+            for n in range(calls)
+        ]
+        await ready()
+        await client.close()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    return asyncio.run(main())
+
+
+def closed_error(outcome: object, rid: str, *, maybe_delivered: bool) -> None:
+    assert isinstance(outcome, FaxWSError), repr(outcome)
+    assert "the client was closed during the call" in outcome.message
+    assert outcome.request_id == rid
+    assert outcome.maybe_delivered is maybe_delivered
+
+
+def test_closing_the_client_ends_each_call_in_flight_with_a_faxws_error(
+    serve: Callable[..., ScriptedServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """One call's request is written and awaits its answer; two more wait for the only
+    connection (aiohttp cancels such waits when its pool closes). None of them was
+    cancelled: each gets the error saying the client was closed, and nothing logs a
+    cancellation."""
+    caplog.set_level(logging.WARNING, logger="faxws")
+    server = serve(holding)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234", max_connections=1)
+
+    async def request_read() -> None:
+        # The other two reached the pool long before: nothing on their way to it waits.
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, server.headers_read.wait, WAIT)
+
+    first, *waiting = outcomes_after_close(client, 3, request_read)
+    closed_error(first, "rid-0", maybe_delivered=True)
+    for n, outcome in enumerate(waiting, 1):
+        closed_error(outcome, f"rid-{n}", maybe_delivered=False)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert server.connections == 1
+    assert len(server.received) == 1
+
+
+def test_closing_the_client_ends_a_connection_being_set_up_and_tries_no_other(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    """A TLS handshake the server never answers: close() ends it at once, and the call,
+    which wrote nothing, is not tried again on a new connection."""
+
+    def stalled(conn: Conn) -> None:
+        conn.server.headers_read.set()  # accepted: the client is in its TLS handshake
+        conn.hold()
+
+    server = serve(stalled)
+    url = server.url().replace("http:", "https:")
+    client = AsyncFaxClient(url, user_id="u", pin="1234", retries=2, timeout=(WAIT, WAIT))
+
+    async def accepted() -> None:
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, server.headers_read.wait, WAIT)
+
+    started = time.monotonic()
+    [outcome] = outcomes_after_close(client, 1, accepted)
+    closed_error(outcome, "rid-0", maybe_delivered=False)
+    assert time.monotonic() - started < WAIT / 2  # not the connect time-out
+    assert server.connections == 1
+
+
+def test_a_call_awaiting_its_token_when_the_client_closes_opens_no_connection(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    """close() has returned when the token comes: the call sends nothing and opens no new
+    session (which nothing would close)."""
+    server = serve(answering)
+    asked = asyncio.Event()
+    release = asyncio.Event()
+
+    async def provider() -> str:
+        asked.set()
+        await release.wait()
+        return "tok"
+
+    client = AsyncFaxClient(server.url(), user_id="u", token=provider)
+
+    async def main() -> object:
+        task = asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], "rid-token"))
+        await asked.wait()
+        await client.close()
+        release.set()
+        return (await asyncio.gather(task, return_exceptions=True))[0]
+
+    outcome = asyncio.run(main())
+    closed_error(outcome, "rid-token", maybe_delivered=False)
+    assert client._caller.transport._session is None
+    assert server.connections == 0
+
+
+def test_a_call_cancelled_while_it_waits_for_a_connection_is_cancelled(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    """Only a close is told from a cancellation: a call cancelled in the pool's queue still
+    raises CancelledError."""
+    server = serve(holding)
+    client = AsyncFaxClient(server.url(), user_id="u", pin="1234", max_connections=1)
+
+    async def main() -> list[Any]:
+        first = asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], "rid-0"))
+        queued = asyncio.create_task(client.send_fax(["+1 555 0100"], [PDF], "rid-1"))
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, server.headers_read.wait, WAIT)
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        await client.close()
+        return await asyncio.gather(first, return_exceptions=True)
+
+    [first] = asyncio.run(main())
+    closed_error(first, "rid-0", maybe_delivered=True)
+    assert server.connections == 1
+
+
 # -- the event loop keeps running while documents are read ------------------------------------
 
 

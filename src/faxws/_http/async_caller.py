@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TypeVar
 
 from faxws._http.async_transport import AsyncBody, AsyncHttpTransport
-from faxws._http.shared import AsyncTransport, Attempts, Caller, Response
+from faxws._http.shared import AsyncTransport, Attempts, Caller, Response, client_closed
 from faxws._log import logger
 from faxws._protocol.content import release_stream, try_acquire_stream
 from faxws._protocol.writer import Body, OpenBody
@@ -159,9 +159,22 @@ class AsyncCaller(Caller[AsyncTransport]):
     awaits = True
     #: How the caller waits between attempts.
     wait = staticmethod(asyncio.sleep)
+    #: How many close() calls began, and how many have not returned: a call begun before
+    #: one of them, or while one ran, sends nothing after it (and so opens no connection).
+    _closes = 0
+    _closing = 0
 
     async def close(self) -> None:
-        await self.transport.aclose()
+        self._closes += 1
+        self._closing += 1
+        try:
+            await self.transport.aclose()
+        finally:
+            self._closing -= 1
+
+    def _opened(self) -> int:
+        """What a call started now remembers of close(): -1 while close() runs."""
+        return -1 if self._closing else self._closes
 
     async def call(
         self, name: str, body: Body, rid: str, soap_action: str, *, idempotent: bool
@@ -169,6 +182,7 @@ class AsyncCaller(Caller[AsyncTransport]):
         """The final answer to ``body``, after the retries that are safe."""
         attempts = Attempts(self, name, rid, soap_action, idempotent=idempotent)
         credentials = self.credentials
+        opened = self._opened()
         documents: _Documents | None = None
         try:
             # Documents are measured now: Content-Length is what they hold at this moment.
@@ -178,11 +192,14 @@ class AsyncCaller(Caller[AsyncTransport]):
             )
             while True:
                 token = await credentials.bearer_token_async(rid)
+                if self._closes != opened:  # closed while the call waited: no new session
+                    raise client_closed(rid, written=attempts.written)
                 request = attempts.request(token, documents.body, documents.size)
                 try:
                     raw = await self.transport.post_async(request)
                 except FaxWSError as exc:
-                    delay = attempts.after_error(exc, request)
+                    retry = self._closes == opened
+                    delay = attempts.after_error(exc, request, retry=retry)
                     if delay is None:
                         raise
                 else:

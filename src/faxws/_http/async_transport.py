@@ -44,6 +44,7 @@ from faxws._http.shared import (
     Failures,
     Request,
     Response,
+    client_closed,
     early_success,
     endpoint,
     forks,
@@ -91,6 +92,7 @@ class Sent:
         self.written = False
         self.handed = 0  # bytes of a streamed body given to aiohttp to write
         self.expired: str | None = None
+        self.closed = False  # ended by the client's close()
         self.document_error: DocumentError | None = None
         self.transport: asyncio.Transport | None = None
         self.protocol: Any = None
@@ -198,13 +200,25 @@ class Sent:
             self._arm()
             return
         self.expired = phase
+        self._end(phase, "timed out")
+
+    def client_closed(self) -> None:
+        """The client is being closed: the attempt ends now, whatever its phase (one that
+        waits for a connection from the pool is woken by the pool's close)."""
+        phase = self._phase
+        if phase == "done":
+            return
+        self.closed = True
+        self._end(phase, "the client was closed")
+
+    def _end(self, phase: str, why: str) -> None:
         if self.transport is not None:
             self.transport.abort()
             # Whatever waits for the answer wakes now, even if nothing was left to abort.
             if phase == "body" and self._response is not None:
-                _fail_body(self._response.content, "timed out")
+                _fail_body(self._response.content, why)
             elif isinstance(self.protocol, _Handler) and self.protocol.exception() is None:
-                self.protocol.set_exception(TimeoutError("timed out"))
+                self.protocol.set_exception(TimeoutError(why))
             return
         for sock in self._sockets:  # still connecting: its reads and writes end at once
             with contextlib.suppress(OSError):
@@ -329,6 +343,14 @@ class _Request(aiohttp.ClientRequest):
                 sent.body_done()  # bytes are handed to the connection at once
             return response
         return await super().send(conn)
+
+
+def _cancelled_by_caller() -> bool:
+    """Whether the current task was asked to cancel (Python 3.11 and later can tell): aiohttp
+    also cancels what waits for a pooled connection when its pool is closed."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is not None and bool(cancelling())
 
 
 def _fail_body(payload: Any, why: str) -> None:
@@ -569,6 +591,8 @@ class AsyncHttpTransport:
         self._precise = False
         # Every connection a request went out on, until it is gone: close() ends them all.
         self._used: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
+        # The attempts in flight: close() ends them, each with the error saying so.
+        self._calls: set[Sent] = set()
 
     def _session_here(self, request_id: str) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -615,27 +639,37 @@ class AsyncHttpTransport:
     async def aclose(self) -> None:
         session, self._session = self._session, None
         loop, self._loop = self._loop, None
+        # A later session (a call made after close()) starts with its own sets.
+        calls, self._calls = self._calls, set()
+        used, self._used = self._used, weakref.WeakSet()
         if session is None:
             return
         if loop is not asyncio.get_running_loop():
             session.detach()  # its loop's connections cannot be closed from here
             return
+        # Ended before the pool is closed: each then fails as closed by the client, not as
+        # a lost connection or a cancellation (the pool cancels those waiting for a slot).
+        for sent in list(calls):
+            sent.client_closed()
         await session.close()
         # A TLS connection aiohttp closed earlier may still wait for the server's
         # close_notify: ended now, or it would outlive the client.
-        used = list(self._used)
-        self._used.clear()
-        for transport in used:
+        ended = list(used)
+        used.clear()
+        for transport in ended:
             transport.abort()
-        if used:
+        if ended:
             await asyncio.sleep(0)  # the aborts close their sockets in the next loop pass
 
     async def post_async(self, request: Request) -> Response:
         # request.written is set also when the call is cancelled.
         sent = Sent(asyncio.get_running_loop(), self.timeout, self._used)
+        calls = self._calls
+        calls.add(sent)
         try:
             return await self._post(request, sent)
         finally:
+            calls.discard(sent)
             request.written = sent.written
 
     async def _post(self, request: Request, sent: Sent) -> Response:
@@ -651,7 +685,9 @@ class AsyncHttpTransport:
             response = await self._request(session, body, headers, sent)
         except asyncio.CancelledError:
             sent.close(failed=True)
-            raise
+            if not sent.closed or _cancelled_by_caller():
+                raise
+            failed = client_closed(request_id, written=sent.written)
         except Exception as exc:
             sent.close(failed=True)
             failed = self._failure(exc, sent, request_id)
@@ -671,9 +707,13 @@ class AsyncHttpTransport:
         except BaseException as exc:
             response.close()
             sent.close(failed=True)
-            if isinstance(exc, FaxWSError) or not isinstance(exc, Exception):
+            closed = sent.closed and isinstance(exc, asyncio.CancelledError)
+            if closed and not _cancelled_by_caller():
+                failed = client_closed(request_id, written=sent.written)
+            elif isinstance(exc, FaxWSError) or not isinstance(exc, Exception):
                 raise
-            failed = self._failure(exc, sent, request_id)
+            else:
+                failed = self._failure(exc, sent, request_id)
         if failed is not None:
             raise failed from None  # outside the handler: no context quoting the server
         sent.close()
@@ -736,6 +776,8 @@ class AsyncHttpTransport:
             document.request_id = request_id
             document.maybe_delivered = sent.written
             return document
+        if sent.closed:
+            return client_closed(request_id, written=sent.written)
         if sent.expired is None:
             return _FAILURES.error(
                 exc,

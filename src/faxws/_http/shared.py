@@ -440,6 +440,21 @@ def reset_on_close(sock: socket.socket | None) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
+def client_closed(request_id: str, *, written: bool) -> TransportError:
+    """The error of a call the client's close() ended: ``written`` (whether any byte of its
+    request was written) alone decides ``maybe_delivered``, as for any failed exchange."""
+    if not written:
+        return ConnectError(
+            "the client was closed during the call; nothing was sent", request_id=request_id
+        )
+    return TransportError(
+        "the client was closed during the call, after the request was sent; the request may "
+        "have been delivered",
+        request_id=request_id,
+        maybe_delivered=True,
+    )
+
+
 def early_success(request_id: str, where: str) -> TransportError:
     """A success that arrived before the whole request was written answers no request of
     this call (a SOAP service answers an envelope it has read)."""
@@ -595,16 +610,18 @@ class Attempts:
         self.requests.append(request)
         return request
 
-    def after_error(self, exc: FaxWSError, request: Request) -> float | None:
-        """Seconds to wait before trying again, or None: raise ``exc``. ``request.written``
-        decides ``maybe_delivered``, whatever the error says."""
+    def after_error(self, exc: FaxWSError, request: Request, *, retry: bool = True) -> float | None:
+        """Seconds to wait before trying again, or None: raise ``exc`` (always when not
+        ``retry``). ``request.written`` decides ``maybe_delivered``, whatever the error
+        says."""
         if request.written:
             exc.maybe_delivered = True
         if exc.maybe_delivered:
             self.may_have_delivered()
         # No byte written: always safe to repeat. Any byte: only an idempotent call.
         if (
-            isinstance(exc, TransportError)
+            retry
+            and isinstance(exc, TransportError)
             and may_retry(idempotent=self._idempotent, error=exc)
             and self.attempt < self._options.retries
         ):

@@ -99,6 +99,18 @@ def _interim_only(received: bytes) -> bool:
 
 
 _progress: ContextVar[_Progress | None] = ContextVar("faxws_progress", default=None)
+#: When the connection being set up must be ready (TCP, a proxy's CONNECT, TLS as a whole).
+_setup_deadline: ContextVar[float | None] = ContextVar("faxws_setup_deadline", default=None)
+
+
+def _time_left(sock: socket.socket | None) -> None:
+    """Gives ``sock``'s next operations what is left of the set-up's time: each phase has
+    its own socket time-out, and a peer answering a byte at a time never lets one expire."""
+    deadline = _setup_deadline.get()
+    if sock is None or deadline is None:
+        return
+    # Never 0, which would make the socket non-blocking: the next wait ends at once.
+    sock.settimeout(max(deadline - time.monotonic(), 1e-3))
 
 
 class _AnswerDeadline(io.RawIOBase):
@@ -123,6 +135,12 @@ class _AnswerDeadline(io.RawIOBase):
         self._timeout = self._sock.gettimeout()
         self._deadline = None
         self._changed = False
+
+    def until(self, deadline: float) -> None:
+        """Every read, the first included, within what is left until ``deadline`` (a proxy's
+        answer to CONNECT, within the set-up's time)."""
+        self.start()
+        self._deadline = deadline
 
     def next_phase(self) -> None:
         self._deadline = None
@@ -190,6 +208,9 @@ class _FinalResponse(http.client.HTTPResponse):
             first, progress.received = progress.received, b""
         self._raw_in = _AnswerDeadline(self.fp, sock, first)
         self.fp = io.BufferedReader(self._raw_in)
+        deadline = _setup_deadline.get()
+        if deadline is not None:  # a proxy's answer to CONNECT, read while connecting
+            self._raw_in.until(deadline)
 
     def begin(self) -> None:
         if self.headers is not None:
@@ -244,10 +265,26 @@ class _RecordingConnection(urllib3.connection.HTTPConnection):
     def connect(self) -> None:
         # Bytes written while connecting (a proxy's CONNECT) are not the request's.
         self._connecting = True
+        timeout = self.timeout  # the connect time-out, for the set-up as a whole
+        seconds = timeout if isinstance(timeout, (int, float)) else None
+        deadline = _setup_deadline.set(None if seconds is None else time.monotonic() + seconds)
         try:
             super().connect()
         finally:
+            _setup_deadline.reset(deadline)
             self._connecting = False
+        if self.sock is not None and seconds is not None:
+            self.sock.settimeout(seconds)  # what urllib3 expects after connecting
+
+    def _new_conn(self) -> socket.socket:
+        # TCP had the whole time-out; what follows (TLS, or a tunnel) has what is left.
+        sock = super()._new_conn()
+        _time_left(sock)
+        return sock
+
+    def _tunnel(self) -> None:
+        super()._tunnel()  # its answer is read within the set-up's time (_FinalResponse)
+        _time_left(self.sock)  # and the TLS handshake through it has what is left
 
     def send(self, data: Any) -> None:
         if self.sock is None:
