@@ -57,8 +57,8 @@ def peak_memory() -> Iterator[list[int]]:
         tracemalloc.stop()
 
 
-#: A PIN as the service hands them out: a secret is masked wherever it is in a message, the
-#: numbers faxws writes there too, so one of a single digit would mask those.
+#: Not a single digit: a secret is masked wherever it is in a message, in the numbers faxws
+#: writes there too, which these tests read.
 PIN = "pin-4321"
 
 
