@@ -665,7 +665,10 @@ def test_a_bad_manifest_exits_2_before_anything_is_sent(
         (["batch", "send", "m.csv"], "the following arguments are required: --journal"),
         (["batch", "send", "m.txt", "--journal", "j.db"], "pass --format csv or --format jsonl"),
         (["batch", "send", "m.csv", "--journal", "j.db", "--workers", "0"], "whole number"),
-        (["batch", "send", "m.csv", "--journal", "j.db", "--rate", "-1"], "finite number > 0"),
+        (
+            ["batch", "send", "m.csv", "--journal", "j.db", "--rate", "-1"],
+            "argument --rate: must be a number of calls a second from 0.01 to 1000",
+        ),
         (["batch", "receive", "--journal", "j.db"], "required: --port"),
         (
             ["batch", "receive", "--journal", "j.db", "--port", "0"],
@@ -679,6 +682,176 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     )
     assert done.returncode == 2
     assert message in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        ("--lease", "1e300", "a number of seconds from 1 to 86400 (1 day)"),
+        ("--lease", "1e-300", "a number of seconds from 1 to 86400 (1 day)"),
+        ("--lease", "0.5", "a number of seconds from 1 to 86400 (1 day)"),
+        ("--lease", "86401", "a number of seconds from 1 to 86400 (1 day)"),
+        ("--lease", "nan", "a number of seconds from 1 to 86400 (1 day)"),
+        ("--rate", "1e-300", "a number of calls a second from 0.01 to 1000"),
+        ("--rate", "1001", "a number of calls a second from 0.01 to 1000"),
+        ("--workers", "5000", "a whole number of workers from 1 to 1024"),
+        ("--max-concurrent", "2147483648", "a whole number of sends from 1 to 2147483647"),
+    ],
+)
+def test_a_setting_out_of_its_range_is_a_usage_error_naming_the_flag_before_anything_is_written(
+    sim: FaxWSSimulator, tmp_path: Path, flag: str, value: str, words: str
+) -> None:
+    manifest = csv_manifest(tmp_path, 2)
+    journal = tmp_path / "batch.db"
+    done = faxws(
+        "batch", "send", str(manifest), "--journal", str(journal), flag, value, env=pin_env(sim)
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"faxws batch send: error: argument {flag}: must be {words}"
+    )
+    assert not journal.exists()
+    assert sim.requests == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--lease", "1"), ("--lease", "86400"), ("--rate", "0.01"), ("--rate", "1000")],
+)
+def test_the_ends_of_each_range_are_taken_and_the_help_says_them(
+    sim: FaxWSSimulator, tmp_path: Path, flag: str, value: str
+) -> None:
+    help_text = " ".join(faxws("batch", "send", "--help", env={}).stdout.split())
+    ranges = {"--lease": "1 to 86400", "--rate": "0.01 to 1000"}
+    assert re.search(rf"{flag} \S+ [^-]*\b{re.escape(ranges[flag])}\b", help_text)
+    manifest = csv_manifest(tmp_path, 1)
+    journal = tmp_path / "batch.db"
+    args = ("batch", "send", str(manifest), "--journal", str(journal), "--no-wait")
+    done = faxws(*args, flag, value, env=pin_env(sim))
+    assert done.returncode == 0, done.stderr
+    assert counts(journal) == {State.SUBMITTED: 1}
+
+
+@pytest.mark.parametrize("command", ["send", "status", "review", "export"])
+def test_a_journal_in_a_missing_folder_is_a_usage_error(
+    sim: FaxWSSimulator, tmp_path: Path, command: str
+) -> None:
+    journal = tmp_path / "nope" / "batch.db"
+    args = [str(csv_manifest(tmp_path, 1))] if command == "send" else []
+    done = faxws("batch", command, *args, "--journal", str(journal), env=pin_env(sim))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"faxws batch {command}: error: --journal: {journal}: the folder "
+        f"{tmp_path / 'nope'} does not exist (create it first)"
+    )
+    assert not (tmp_path / "nope").exists()
+    assert sim.requests == []
+
+
+@pytest.mark.parametrize("command", ["status", "review", "export"])
+def test_a_command_that_reads_the_journal_refuses_one_that_does_not_exist_and_creates_none(
+    tmp_path: Path, command: str
+) -> None:
+    done = faxws("batch", command, "--journal", "batch-typo.db", env={}, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"faxws batch {command}: error: --journal: batch-typo.db: no such journal (this "
+        "command does not create one; faxws batch send does)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_reference_ids_job_ids_and_paths_are_shown_whole_and_reasons_masked(
+    sim: FaxWSSimulator, tmp_path: Path
+) -> None:
+    # The demo PIN 0000, in keys made as the guide makes them (letter-0000), a job id, the
+    # journal's file name and a manifest's problem; a reason quoting the PIN is masked.
+    journal = tmp_path / "batch-0000.db"
+    document = tmp_path / "letter-0000.pdf"
+    document.write_bytes(b"%PDF-1.4 letter")
+    store = SqliteJournal(journal)
+    try:
+        Batch(store, None).add("letter-0000", FaxSpec([number(0)], [FileSpec(document)]))
+        store.claim("w", 60, 1)
+        store.mark_sending("letter-0000", "w")
+        store.mark_submitted("letter-0000", "w", ["JOB-0000-1"])
+        store.mark_needs_review("letter-0000", "the service said: PIN 0000 refused")
+    finally:
+        store.close()
+    reference = rows(journal)["letter-0000"].reference_id
+    env = pin_env(sim)
+    assert env["FAXWS_PIN"] == "0000"
+
+    done = faxws("batch", "review", "--journal", str(journal), env=env)
+    assert done.returncode == 0, done.stderr
+    width = len(reference)
+    assert done.stdout.splitlines() == [
+        "1 row(s) need review:",
+        f"KEY          {'REFERENCE':<{width}}  JOB IDS     REASON",
+        f"letter-0000  {reference}  JOB-0000-1  the service said: PIN *** refused",
+    ]
+    done = faxws("batch", "review", "--journal", str(journal), "--json", env=env)
+    (row,) = json.loads(done.stdout)["rows"]
+    assert (row["key"], row["job_ids"]) == ("letter-0000", ["JOB-0000-1"])
+    assert row["reason"] == "the service said: PIN *** refused"
+
+    done = faxws("batch", "export", "--journal", str(journal), "--format", "jsonl", env=env)
+    exported = json.loads(done.stdout)
+    assert (exported["key"], exported["job_ids"]) == ("letter-0000", ["JOB-0000-1"])
+    assert exported["reason"] == "the service said: PIN *** refused"
+
+    # batch send names the journal as given, and a manifest's problems as the library says
+    manifest = tmp_path / "faxes-0000.jsonl"
+    manifest.write_text(
+        json.dumps({"key": "letter-0000", "to": number(0), "file": "letter-0000.pdf"})
+        + "\n"
+        + json.dumps({"key": "letter-0001", "to": number(1), "file": "l.pdf\u0000.pdf"})
+        + "\n"
+    )
+    done = faxws("batch", "send", str(manifest), "--journal", str(journal), env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"faxws batch send: {manifest}: 1 bad row(s); nothing was sent:",
+        "  line 2, file: contains U+0000, which XML cannot carry",
+    ]
+    document.write_bytes(b"%PDF-1.4 changed")  # the row in the journal holds another document
+    manifest.write_text(
+        json.dumps({"key": "letter-0002", "to": number(2), "file": "letter-0000.pdf"}) + "\n"
+    )
+    done = faxws("batch", "send", str(manifest), "--journal", str(journal), "--no-wait", env=env)
+    assert done.returncode == 8, done.stderr
+    assert done.stderr.splitlines()[-1].endswith(f"see faxws batch review --journal {journal}")
+
+
+@pytest.mark.parametrize("format_", ["jsonl", "csv"])
+def test_a_nul_in_a_documents_path_is_named_by_line_and_field_with_the_other_problems(
+    sim: FaxWSSimulator, tmp_path: Path, format_: str
+) -> None:
+    (tmp_path / "l.pdf").write_bytes(b"%PDF-1.4 l")
+    manifest = tmp_path / f"m.{format_}"
+    if format_ == "jsonl":
+        lines = [
+            {"key": "a", "to": number(0), "file": "l.pdf"},
+            {"key": "b", "to": number(0), "file": "l.pdf\u0000.pdf"},
+            {"key": "c", "to": number(0), "file": "missing.pdf"},
+        ]
+        manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        first = 2
+    else:
+        manifest.write_bytes(
+            b"key,to,file\na,+1 555 0100,l.pdf\nb,+1 555 0100,l.pdf\x00x\n"
+            b"c,+1 555 0100,missing.pdf\n"
+        )
+        first = 3
+    journal = tmp_path / "j.db"
+    done = faxws("batch", "send", str(manifest), "--journal", str(journal), env=pin_env(sim))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"faxws batch send: {manifest}: 2 bad row(s); nothing was sent:",
+        f"  line {first}, file: contains U+0000, which XML cannot carry",
+        f"  line {first + 1}, file: not found: {tmp_path / 'missing.pdf'}",
+    ]
+    assert sim.requests == []
 
 
 @pytest.mark.parametrize("command", ["send", "status", "review", "export", "receive"])

@@ -119,7 +119,7 @@ def client_for(sim: FaxWSSimulator, **kwargs: Any) -> FaxClient:
 
 
 def batch_for(store: JournalStore, client: Any, fake: FakeTime, **kwargs: Any) -> Batch:
-    kwargs.setdefault("lease_seconds", 10**6)  # fake time runs far while a test waits
+    kwargs.setdefault("lease_seconds", 86_400)  # the longest: fake time runs far while a test waits
     return Batch(store, client, clock=fake, sleep=fake.sleep, **kwargs)
 
 

@@ -776,6 +776,51 @@ def test_spec_and_keys_are_checked(store: JournalStore, fake: FakeTime, pdf: Pat
         batch.add("k", spec(pdf, BUSY))
 
 
+@pytest.mark.parametrize(
+    ("argument", "value", "words"),
+    [
+        ("lease_seconds", 0.5, "a number of seconds from 1 to 86400 (1 day)"),
+        ("lease_seconds", 86_401, "a number of seconds from 1 to 86400 (1 day)"),
+        ("lease_seconds", 1e300, "a number of seconds from 1 to 86400 (1 day)"),
+        ("lease_seconds", float("nan"), "a number of seconds from 1 to 86400 (1 day)"),
+        ("rate", 1e-300, "a number of calls a second from 0.01 to 1000"),
+        ("rate", 0.009, "a number of calls a second from 0.01 to 1000"),
+        ("rate", 1001, "a number of calls a second from 0.01 to 1000"),
+        ("rate", True, "a number of calls a second from 0.01 to 1000"),
+        ("max_concurrent", 0, "a whole number of sends from 1 to 2147483647"),
+        ("max_concurrent", 2**31, "a whole number of sends from 1 to 2147483647"),
+        ("max_concurrent", 2.0, "a whole number of sends from 1 to 2147483647"),
+    ],
+)
+def test_a_batch_refuses_settings_out_of_their_range_naming_them(
+    store: JournalStore, argument: str, value: object, words: str
+) -> None:
+    from faxws.errors import BadInputError
+
+    with pytest.raises(BadInputError) as refused:
+        Batch(store, object(), **{argument: value})  # type: ignore[arg-type]
+    assert refused.value.field == argument
+    assert refused.value.problem.startswith(f"must be {words}, not ")
+    ends = {"lease_seconds": (1, 86_400), "rate": (0.01, 1000), "max_concurrent": (1, 2**31 - 1)}
+    for end in ends[argument]:
+        assert getattr(Batch(store, object(), **{argument: end}), argument) == end
+
+
+@pytest.mark.parametrize("workers", [0, 1025, 2.0, True])
+def test_a_run_refuses_workers_out_of_1_to_1024_before_claiming(
+    store: JournalStore, fake: FakeTime, pdf: Path, workers: object
+) -> None:
+    from faxws.errors import BadInputError
+
+    batch = batch_for(store, object(), fake)
+    batch.add("k", spec(pdf))
+    with pytest.raises(BadInputError) as refused:
+        batch.run(workers=workers)  # type: ignore[arg-type]
+    assert refused.value.field == "workers"
+    assert "a whole number of workers from 1 to 1024" in refused.value.problem
+    assert batch.counts()[State.PENDING] == 1 == sum(batch.counts().values())
+
+
 def test_many_rows_are_added_as_add_adds_each(
     store: JournalStore, fake: FakeTime, pdf: Path, tmp_path: Path
 ) -> None:

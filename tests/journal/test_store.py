@@ -1054,3 +1054,84 @@ def test_concurrent_claims_never_hand_out_one_row_twice(
     assert sorted(key for keys_ in claimed.values() for key in keys_) == keys
     assert filler.counts_by_state()[S.SENDING] == len(keys)
     assert {row.attempt for row in filler.rows(limit=1000)} == {1}
+
+
+# -- the ranges of leases and call spacing --------------------------------------------------
+
+#: Leases no store takes: below a second, above a day, and numbers that are no duration.
+BAD_LEASES = [0.5, 86_400.5, 1e300, 1e-300, 0, -60, float("inf"), float("nan")]
+
+
+@pytest.mark.parametrize("lease", BAD_LEASES)
+def test_a_lease_out_of_range_is_refused_before_anything_is_written(
+    store: JournalStore, clock: Clock, lease: float
+) -> None:
+    claimed = reach(store, "c", S.CLAIMED)
+    reach(store, "s", S.SUBMITTED)
+    store.add("p", SHA)
+    calls: list[Callable[[], object]] = [
+        lambda: store.claim("w1", lease, 1),
+        lambda: store.heartbeat("c", "w1", lease),
+        lambda: store.mark_sending("c", "w1", lease),
+        lambda: store.mark_sending_many(["c"], "w1", lease),
+        lambda: store.due(S.SUBMITTED, lease, 5),
+        lambda: store.acquire_send_slot("acct", "c", 1, lease),
+    ]
+    for call in calls:
+        with pytest.raises(BadInputError) as refused:
+            call()
+        assert refused.value.field == "lease_seconds"
+        assert "from 1 to 86400" in refused.value.problem
+    assert got(store, "p").state is S.PENDING
+    assert got(store, "c") == claimed
+    assert got(store, "s").next_check_at is not None
+    assert [r.key for r in store.due(S.SUBMITTED, 60, 5)] == ["s"]
+    assert store.acquire_send_slot("acct", "other", 1, 60)  # no slot was taken
+    # a second and a day are taken
+    assert got(store, "c") == claimed
+    assert store.heartbeat("c", "w1", 1).lease_expires_at == clock.now + timedelta(seconds=1)
+    (row,) = store.claim("w1", 86_400, 1)
+    assert row.lease_expires_at == clock.now + timedelta(days=1)
+
+
+@pytest.mark.parametrize("interval", [1e-4, 100.5, 2e300, 0, float("inf"), float("nan")])
+def test_a_call_spacing_out_of_range_is_refused_and_reserves_nothing(
+    store: JournalStore, clock: Clock, interval: float
+) -> None:
+    with pytest.raises(BadInputError) as refused:
+        store.next_call_at("acct", interval)
+    assert refused.value.field == "interval"
+    assert store.next_call_at("acct", 0.5) == clock.now
+
+
+def test_a_lease_ending_beyond_any_allowed_is_taken_as_expired(
+    store: JournalStore, clock: Clock
+) -> None:
+    # A lease more than two days ahead (here: the clock set back) cannot have been written
+    # with an allowed lease: its row is recovered as any row whose worker died.
+    store.add("claimed", SHA, "payload of claimed")
+    store.claim("w1", 86_400, 1)
+    store.add("sending", SHA, "payload of sending")
+    store.claim("w2", 86_400, 1)
+    store.mark_sending("sending", "w2")  # started: looked up, never sent again
+    clock.advance(-86_400)  # the leases end two days ahead: the margin for clocks
+    assert store.recover() == []
+    clock.advance(-1)
+    assert {row.key for row in store.recover()} == {"claimed", "sending"}
+    assert got(store, "claimed").state is S.PENDING
+    assert got(store, "sending").state is S.UNCERTAIN
+
+
+def test_a_call_reserved_beyond_any_allowed_rate_is_not_waited_for(
+    store: JournalStore, clock: Clock
+) -> None:
+    # Slots reserved a week ahead (here: the clock set back) cannot come from allowed rates
+    # (1,024 workers at one call in 100 seconds reserve 28 hours): such a reservation no
+    # longer holds the account's calls back.
+    t0 = clock.now
+    assert store.next_call_at("acct", 100) == t0
+    clock.advance(-7 * 86_400)  # reserved a week ahead: still waited for
+    assert store.next_call_at("acct", 100) == t0 + timedelta(seconds=100)
+    clock.advance(-100.5)  # now more than a week ahead
+    assert store.next_call_at("acct", 0.5) == clock.now
+    assert store.next_call_at("acct", 0.5) == clock.now + timedelta(seconds=0.5)

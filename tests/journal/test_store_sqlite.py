@@ -59,6 +59,34 @@ def test_the_file_is_reopened_and_its_settings_hold(tmp_path: Path, clock: Clock
         SqliteJournal(path, clock=clock)
 
 
+def test_a_file_with_a_lease_and_a_call_slot_no_time_can_hold_is_read_and_mended(
+    tmp_path: Path, clock: Clock
+) -> None:
+    # What a version that took any lease and rate wrote: a lease ending in 1e300 seconds, and
+    # a call slot reserved 2e300 seconds ahead.
+    path = tmp_path / "j.db"
+    with SqliteJournal(path, clock=clock) as store:
+        store.add("k", SHA)
+        store.claim("w1", 60, 1)
+        store.next_call_at("acct", 1)
+    db = sqlite3.connect(path)
+    try:
+        db.execute("UPDATE faxes SET lease_expires_at = 1e300")
+        db.execute("UPDATE limits SET last_call_at = 2e300")
+        db.commit()
+    finally:
+        db.close()
+    with SqliteJournal(path, clock=clock) as store:
+        row = store.get("k")
+        assert row is not None
+        assert row.state is S.CLAIMED
+        assert row.lease_expires_at == datetime.max.replace(tzinfo=timezone.utc)
+        assert [r.key for r in store.rows(None, limit=10)] == ["k"]
+        assert [r.key for r in store.recover()] == ["k"]
+        assert store.claim("w2", 60, 1)[0].key == "k"
+        assert store.next_call_at("acct", 1) == clock.now
+
+
 def test_a_move_is_one_transaction_of_few_statements(tmp_path: Path, clock: Clock) -> None:
     with SqliteJournal(tmp_path / "j.db", clock=clock) as store:
         store.add("k", SHA)

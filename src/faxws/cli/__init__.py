@@ -20,6 +20,8 @@ from collections.abc import Callable, Collection, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
+from faxws import _ranges
+from faxws._ranges import Range
 from faxws.cli import _batch, _cancel, _report, _send, _serve, _status, _validate
 from faxws.cli._client import ENV, SETTINGS, from_variables, secrets_in
 from faxws.cli._output import EXIT_CODES_HELP, EXIT_SERVICE, FLAGS, Outcome, UsageError
@@ -77,6 +79,16 @@ _port = _checked(int, lambda v: 0 <= v <= 65535, PORT_PROBLEM)
 _count = _checked(int, lambda v: v >= 1, COUNT_PROBLEM)
 _seconds = _checked(float, lambda v: 0 < v < float("inf"), SECONDS_PROBLEM)  # not NaN
 _scale = _checked(float, lambda v: 0 < v < float("inf"), SCALE_PROBLEM)
+#: The problems of the flags whose range the library's table gives (faxws._ranges).
+RANGE_PROBLEMS: set[str] = set()
+
+
+def _ranged(span: Range) -> Callable[[str], Any]:
+    """An argparse ``type`` for a setting of the library's table of ranges: the flag is
+    refused (exit 2, naming it) before anything is written, as the library would refuse it."""
+    problem = f"must be {span.words()}"
+    RANGE_PROBLEMS.add(problem)
+    return _checked(int if span.whole else float, span.holds, problem)
 
 
 def _aware(text: str) -> Any:
@@ -345,22 +357,24 @@ def _batch_commands(batch: argparse.ArgumentParser, connection: _Parser) -> None
     r = send.add_argument_group("running")
     r.add_argument(
         "--workers",
-        type=_count,
+        type=_ranged(_ranges.WORKERS),
         default=4,
         metavar="N",
-        help="faxes sent at once by this command (default 4)",
+        help=f"faxes sent at once by this command (default 4; {_ranges.WORKERS.span()})",
     )
     r.add_argument(
         "--rate",
-        type=_scale,
+        type=_ranged(_ranges.RATE),
         metavar="R",
-        help="at most R calls a second to the account, by every run sharing the journal",
+        help="at most R calls a second to the account, by every run sharing the journal "
+        f"({_ranges.RATE.span()})",
     )
     r.add_argument(
         "--max-concurrent",
-        type=_count,
+        type=_ranged(_ranges.MAX_CONCURRENT),
         metavar="N",
-        help="at most N sends in flight for the account, by every run sharing the journal",
+        help="at most N sends in flight for the account, by every run sharing the journal "
+        f"({_ranges.MAX_CONCURRENT.span()})",
     )
     r.add_argument(
         "--no-wait",
@@ -369,11 +383,12 @@ def _batch_commands(batch: argparse.ArgumentParser, connection: _Parser) -> None
     )
     r.add_argument(
         "--lease",
-        type=_seconds,
+        type=_ranged(_ranges.LEASE_SECONDS),
         default=60.0,
         metavar="SECONDS",
-        help="how long a claim on a row outlives its run (default 60): the rows in flight of "
-        "a run that ended abruptly are looked up by the next run after that",
+        help="how long a claim on a row outlives its run (default 60; "
+        f"{_ranges.LEASE_SECONDS.span()}): the rows in flight of a run that ended abruptly "
+        "are looked up by the next run after that",
     )
     _job_options(
         send,
@@ -508,7 +523,8 @@ def _safe_message(
         if name is None or not message.startswith(prefix):
             continue
         problem = message[len(prefix) :]
-        known = (PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM, SCALE_PROBLEM, WHEN_PROBLEM)
+        known = {PORT_PROBLEM, SECONDS_PROBLEM, COUNT_PROBLEM, SCALE_PROBLEM, WHEN_PROBLEM}
+        known |= RANGE_PROBLEMS
         if problem == "expected one argument":
             for i, word in enumerate(words[:-1]):
                 if word in action.option_strings and words[i + 1] in dashed:

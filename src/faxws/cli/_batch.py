@@ -235,21 +235,21 @@ def _bad_manifest(out: Outcome, exc: ManifestError) -> int:
     from faxws.cli._manifest import SHOWN_PROBLEMS
 
     problems = exc.problems
+    # The manifest's path and the problems are the program's own words about the user's input
+    # (keys, lines, paths): shown as they are, never masked.
     head = f"{out.prog}: {exc}; nothing was sent:"
-    lines = [out.mask(f"  {p}") for p in problems[:SHOWN_PROBLEMS]]
+    lines = [f"  {p}" for p in problems[:SHOWN_PROBLEMS]]
     if len(problems) > SHOWN_PROBLEMS:
         lines.append(f"  and {len(problems) - SHOWN_PROBLEMS} more")
     error = {
         "type": "ManifestError",
-        "message": out.mask(f"{exc}; nothing was sent"),
+        "message": f"{exc}; nothing was sent",
         "request_id": None,
         "status_code": None,
         "maybe_delivered": False,
-        "problems": [
-            {"line": p.line, "field": p.field, "problem": out.mask(p.problem)} for p in problems
-        ],
+        "problems": [{"line": p.line, "field": p.field, "problem": p.problem} for p in problems],
     }
-    return out.fail(EXIT_USAGE, "\n".join([out.mask(head), *lines]), error, str(exc))
+    return out.fail(EXIT_USAGE, "\n".join([head, *lines]), error, str(exc))
 
 
 class _Quit(BaseException):
@@ -346,8 +346,6 @@ def _concluded(
     wait: bool,
     added: int,
 ) -> int:
-    import shlex
-
     from faxws.journal import State
 
     total = sum(counts.values())
@@ -357,7 +355,7 @@ def _concluded(
     left = {s: counts[s] for s in left_states if counts[s]}
     review = counts[State.NEEDS_REVIEW]
     failed = counts[State.FAILED] + counts[State.CANCELLED]
-    journal = out.mask(shlex.quote(args.journal))
+    journal = _shown_journal(args)
     outcome = (
         "stopped"
         if left
@@ -568,10 +566,27 @@ def _progress(out: Outcome, wait: bool, read: Callable[[], Mapping[State, int]])
 
 def _journal_secrets(args: argparse.Namespace, out: Outcome) -> None:
     """A PostgreSQL URL's password (or a libpq string's) is masked in every message."""
+    out.secrets |= _passwords(args.journal)
+
+
+def _shown_journal(args: argparse.Namespace) -> str:
+    """The journal as the user gave it, quoted for a shell, its password masked: a path is
+    the user's own name for it, shown whole even where it holds a secret's characters (a PIN
+    of 0000 in batch-0000.db)."""
+    import shlex
+
+    from faxws._protocol.redact import redact
+
+    shown = shlex.quote(args.journal)
+    passwords = _passwords(args.journal)
+    return redact(shown, passwords) if passwords else shown
+
+
+def _passwords(target: str) -> set[str]:
+    """The passwords of a PostgreSQL URL or libpq string, in each spelling."""
     import re
     from urllib.parse import unquote, urlsplit
 
-    target = args.journal
     found: set[str] = set()
     if re.match(r"postgres(ql)?://", target):
         try:
@@ -585,12 +600,29 @@ def _journal_secrets(args: argparse.Namespace, out: Outcome) -> None:
     else:
         for quoted, plain in re.findall(r"\bpassword\s*=\s*(?:'((?:[^'\\]|\\.)*)'|(\S+))", target):
             found.add(quoted or plain)
-    out.secrets |= {s for s in found if s}
+    return {s for s in found if s}
 
 
-def _open(args: argparse.Namespace, stack: ExitStack) -> JournalStore:
+def _open(args: argparse.Namespace, stack: ExitStack, *, existing: bool = False) -> JournalStore:
+    """The journal of ``--journal``. An SQLite file in a folder that does not exist is a
+    usage error (exit 2); with ``existing`` (the commands that only read the journal), so is
+    a file that does not exist: a mistyped path must not become an empty journal that
+    reports no rows."""
     from faxws.journal import open_journal
+    from faxws.journal._open import sqlite_path
 
+    path = sqlite_path(args.journal)
+    if path is not None:
+        folder = os.path.dirname(path) or os.curdir
+        if not os.path.isdir(folder):
+            raise UsageError(
+                f"--journal: {path}: the folder {folder} does not exist (create it first)"
+            )
+        if existing and not os.path.exists(path):
+            raise UsageError(
+                f"--journal: {path}: no such journal (this command does not create one; "
+                "faxws batch send does)"
+            )
     journal: JournalStore = open_journal(args.journal)
     stack.callback(journal.close)
     return journal
@@ -602,7 +634,7 @@ def run_status(args: argparse.Namespace, out: Outcome) -> int:
     out.prog = "faxws batch status"
     _journal_secrets(args, out)
     with ExitStack() as stack:
-        counts = _open(args, stack).counts_by_state()
+        counts = _open(args, stack, existing=True).counts_by_state()
     counts = {s: counts.get(s, 0) for s in State}
     total = sum(counts.values())
     data = {"rows": total, "counts": {s.value: n for s, n in counts.items()}}
@@ -619,17 +651,20 @@ def run_review(args: argparse.Namespace, out: Outcome) -> int:
     out.prog = "faxws batch review"
     _journal_secrets(args, out)
     with ExitStack() as stack:
-        rows = list(_rows(_open(args, stack), [State.NEEDS_REVIEW]))
+        rows = list(_rows(_open(args, stack, existing=True), [State.NEEDS_REVIEW]))
+    # Keys, reference ids and job ids are the user's or the journal's own names: shown as
+    # they are. A reason may quote what the service or a server said: its secrets are masked.
+    reasons = [None if row.reason is None else out.mask(row.reason) for row in rows]
     data = {
         "rows": [
             {
                 "key": row.key,
                 "reference_id": row.reference_id,
                 "job_ids": list(row.job_ids),
-                "reason": None if row.reason is None else out.mask(row.reason),
+                "reason": reason,
                 "updated_at": row.updated_at.isoformat(),
             }
-            for row in rows
+            for row, reason in zip(rows, reasons, strict=True)
         ]
     }
     if not rows:
@@ -641,9 +676,9 @@ def run_review(args: argparse.Namespace, out: Outcome) -> int:
                 one_line(row.key),
                 row.reference_id,
                 ",".join(row.job_ids) or "-",
-                one_line(row.reason or "-"),
+                one_line(reason or "-"),
             )
-            for row in rows
+            for row, reason in zip(rows, reasons, strict=True)
         ]
         widths = [max(len(r[i]) for r in table) for i in range(3)]
         lines = [f"{len(rows)} row(s) need review:"]
@@ -652,7 +687,7 @@ def run_review(args: argparse.Namespace, out: Outcome) -> int:
             for r in table
         ]
         text = "\n".join(lines)
-    out.answer("the journal was read", data, out.mask(text), [])
+    out.answer("the journal was read", data, text, [])
     return EXIT_OK
 
 
@@ -660,7 +695,7 @@ def run_export(args: argparse.Namespace, out: Outcome) -> int:
     out.prog = "faxws batch export"
     _journal_secrets(args, out)
     with ExitStack() as stack:
-        journal = _open(args, stack)
+        journal = _open(args, stack, existing=True)
         if args.output is None:
             _export(journal, args.format, out.stdout.write, out.mask)
             return EXIT_OK
@@ -771,6 +806,7 @@ def run_receive(args: argparse.Namespace, out: Outcome) -> int:
         from faxws.journal._receiver import notification_app
 
         # A push is applied to the journal alone: this Batch never calls the service.
+        # Started before the batch's first run, so it may make the journal.
         batch = Batch(_open(args, stack), None)
         app = notification_app(batch, user=user, password=password)
         log = _RequestLog(out, args.quiet)

@@ -386,6 +386,14 @@ def _file(folder: Path, given: str, field: str, bad: Callable[[str, str], None])
     be a file that can be read and is not empty."""
     import stat
 
+    from faxws.errors import BadInputError
+    from faxws.journal._payload import check_path
+
+    try:
+        check_path(given)  # before the file system refuses it with a ValueError
+    except BadInputError as exc:
+        bad(field, exc.problem)
+        return None
     path = os.path.normpath(folder / given)
     try:
         info = os.stat(path)

@@ -82,6 +82,9 @@ FLAGS.update(data="FILE", path="FILE", job_id="JOB_ID")
 FLAGS.update(reference_id="--reference", job_ids="JOB_ID")
 FLAGS.update({"notify.destination": "--notify-url", "notify.user": "--notify-user"})
 FLAGS["notify.password"] = "FAXWS_NOTIFY_PASSWORD"
+# batch send's
+FLAGS.update(workers="--workers", rate="--rate", max_concurrent="--max-concurrent")
+FLAGS.update(lease_seconds="--lease")
 
 
 class UsageError(Exception):

@@ -30,6 +30,16 @@ def is_postgres(target: str | os.PathLike[str]) -> bool:
     return bool(_URL.match(target.lstrip()) or _KEYWORDS.search(target))
 
 
+def sqlite_path(target: str | os.PathLike[str]) -> str | None:
+    """The file ``target`` names when it names an SQLite journal; None for a PostgreSQL
+    database or a URL (which :func:`open_journal` refuses without naming it)."""
+    if is_postgres(target):
+        return None
+    if isinstance(target, str) and _ANY_URL.match(target.lstrip()):
+        return None
+    return os.fspath(target)
+
+
 def open_journal(target: str | os.PathLike[str], **kwargs: Any) -> JournalStore:
     """The journal at ``target``: a PostgreSQL database (see :func:`is_postgres`), else the
     SQLite file at that path. ``kwargs`` go to the store (``clock``, and the store's own, such

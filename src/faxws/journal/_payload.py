@@ -30,7 +30,7 @@ from faxws.jobs import JobOptions
 from faxws.journal._store import MAX_KEY_BYTES
 from faxws.models import EXTENSION_TYPES, FaxFile, Recipient
 
-__all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec", "check_key"]
+__all__ = ["PAYLOAD_VERSION", "FaxSpec", "FileSpec", "check_key", "check_path"]
 
 #: The ``v`` of the payload's JSON: a later layout gets a new number, and a worker of this
 #: faxws refuses (to review) a row it cannot read instead of guessing.
@@ -139,6 +139,15 @@ def check_key(key: object) -> str:
     return text
 
 
+def check_path(path: object) -> str:
+    """A document's path as given (text, not empty), or BadInputError naming ``path``: a NUL
+    no file name can hold would fail every use of it with a ValueError."""
+    text = check_text("path", path, required=True)
+    if "\x00" in text:
+        raise BadInputError("path", "contains U+0000")
+    return text
+
+
 @dataclass(frozen=True, init=False)
 class FileSpec:
     """One document of a row: a file, by absolute path (a relative one is made absolute at
@@ -151,10 +160,7 @@ class FileSpec:
     def __init__(self, path: str | os.PathLike[str], file_type: int | None = None) -> None:
         if isinstance(path, os.PathLike):
             path = os.fspath(path)
-        text = check_text("path", path, required=True)
-        if "\x00" in text:
-            raise BadInputError("path", "contains U+0000")
-        absolute = os.path.abspath(text)
+        absolute = os.path.abspath(check_path(path))
         if file_type is None:
             ext = Path(absolute).suffix.lower()
             inferred = EXTENSION_TYPES.get(ext)

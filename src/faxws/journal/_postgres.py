@@ -48,6 +48,7 @@ from psycopg.pq import TransactionStatus
 
 from faxws._protocol.assumptions import new_reference_id
 from faxws._protocol.redact import redact
+from faxws._ranges import MAX_LEASE_AHEAD, MAX_RESERVED_AHEAD
 from faxws.errors import BadInputError
 from faxws.journal._store import (
     REVIEW_SOURCES,
@@ -63,6 +64,8 @@ from faxws.journal._store import (
     UnknownKeyError,
     added_by_key,
     check_added,
+    check_interval,
+    check_lease,
     chunks,
     final_sources,
     resend_key,
@@ -200,7 +203,8 @@ _QUERIES = {
         " WHERE f.key = n.key AND f.state IN ('submitted', 'uncertain') RETURNING {lazy}"
     ),
     # a row claimed, or SENDING but never started (its start mark is synced: none was lost),
-    # goes back to pending; a started one is looked up (each SET reads the row as it was)
+    # goes back to pending; a started one is looked up (each SET reads the row as it was); a
+    # lease ending beyond any this version writes (MAX_LEASE_AHEAD) counts as expired
     "recover": (
         "UPDATE {faxes} SET"
         " state = CASE WHEN {unsent} THEN 'pending' ELSE 'uncertain' END,"
@@ -208,7 +212,8 @@ _QUERIES = {
         " next_check_at = CASE WHEN {unsent} THEN NULL ELSE %(now)s END,"
         " checks = CASE WHEN {unsent} THEN checks ELSE 0 END,"
         " lease_owner = NULL, lease_expires_at = NULL, updated_at = %(now)s"
-        " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= %(now)s"
+        " WHERE state IN ('claimed', 'sending')"
+        " AND (lease_expires_at <= %(now)s OR lease_expires_at > %(beyond)s)"
         " RETURNING {columns}, {lazy}"
     ),
     "release_unstarted": (
@@ -242,7 +247,8 @@ _QUERIES = {
     "next_call": (
         "INSERT INTO {limits} AS l (account, last_call_at) VALUES (%(account)s, %(now)s)"
         " ON CONFLICT (account) DO UPDATE"
-        " SET last_call_at = greatest(%(now)s, l.last_call_at + %(interval)s)"
+        " SET last_call_at = CASE WHEN l.last_call_at > %(beyond)s THEN %(now)s"
+        " ELSE greatest(%(now)s, l.last_call_at + %(interval)s) END"
         " RETURNING last_call_at"
     ),
     # the holder's own slot first (taken again: its lease renewed), else the lowest free one
@@ -573,6 +579,7 @@ class PostgresJournal:
         counted from 0. One statement whose WHERE is the check; only a refused move reads the
         row again. Only a ``durable`` move waits for the WAL's flush (see the module's
         docstring)."""
+        check_lease(lease_seconds)
         allowed = [s for s in sources if target is None or target in TRANSITIONS[s]]
         if check_at is not None:
             _aware(check_at, "check_at")
@@ -800,6 +807,7 @@ class PostgresJournal:
     # -- claims and sends ---------------------------------------------------------------------
 
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
+        check_lease(lease_seconds)
         now = self._now()
         params = (owner, now + timedelta(seconds=lease_seconds), now, now, _limit(limit))
         return self._run(
@@ -827,6 +835,7 @@ class PostgresJournal:
     def mark_sending_many(
         self, keys: Sequence[str], owner: str, lease_seconds: float | None = None
     ) -> list[str]:
+        check_lease(lease_seconds)
         now = self._now()
         expires = None if lease_seconds is None else now + timedelta(seconds=lease_seconds)
         wanted = list(dict.fromkeys(keys))
@@ -946,6 +955,7 @@ class PostgresJournal:
     def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
         if state not in _TRACKED:
             raise BadInputError("state", f"{state.value} rows are not looked up")
+        check_lease(lease_seconds)
         now = self._now()
         params = {
             "later": now + timedelta(seconds=lease_seconds),
@@ -967,7 +977,12 @@ class PostgresJournal:
         self._run(lambda cursor: cursor.execute(self._q["schedule"], params), "a schedule")
 
     def recover(self) -> list[Row]:
-        params = {"reason": "the lease expired while sending", "now": self._now()}
+        now = self._now()
+        params = {
+            "reason": "the lease expired while sending",
+            "now": now,
+            "beyond": now + timedelta(seconds=MAX_LEASE_AHEAD),
+        }
         return self._run(
             lambda cursor: _by_seq(cursor.execute(self._q["recover"], params).fetchall()),
             "a recovery",
@@ -976,7 +991,14 @@ class PostgresJournal:
     # -- limits shared by every worker --------------------------------------------------------
 
     def next_call_at(self, account: str, interval: float) -> datetime:
-        params = {"account": account, "now": self._now(), "interval": timedelta(seconds=interval)}
+        check_interval(interval)
+        now = self._now()
+        params = {
+            "account": account,
+            "now": now,
+            "interval": timedelta(seconds=interval),
+            "beyond": now + timedelta(seconds=MAX_RESERVED_AHEAD),
+        }
 
         def work(cursor: Cursor) -> datetime:
             found = cursor.execute(self._q["next_call"], params).fetchone()
@@ -989,6 +1011,7 @@ class PostgresJournal:
     def acquire_send_slot(
         self, account: str, holder: str, limit: int, lease_seconds: float
     ) -> bool:
+        check_lease(lease_seconds)
         now = self._now()
         params = {
             "holder": holder,

@@ -34,6 +34,7 @@ from faxws._log import logger
 from faxws._protocol import assumptions as vendor
 from faxws._protocol.checks import check_int, check_text
 from faxws._protocol.redact import redact
+from faxws._ranges import LEASE_SECONDS, MAX_CONCURRENT, RATE, WORKERS
 from faxws.errors import (
     AuthenticationError,
     BadInputError,
@@ -253,11 +254,13 @@ class Batch:
     Args:
         account: the name the rate limits are kept under in the store (one per service
             account: every batch of it shares them).
-        rate: most calls per second (sends, status calls, look-ups), or None.
-        max_concurrent: most sends in flight for the account, or None.
+        rate: most calls per second (sends, status calls, look-ups), from 0.01 to 1,000, or
+            None.
+        max_concurrent: most sends in flight for the account (1 or more), or None.
         notify: a :class:`~faxws.Notify` every send asks for (never stored).
         resend: when a fax that failed at the telephone level is sent again.
-        lease_seconds: how long a worker's claim lasts without a heartbeat.
+        lease_seconds: how long a worker's claim lasts without a heartbeat: 1 to 86,400 (a
+            day).
         give_up_after: seconds a row may stay submitted (or uncertain) without an outcome
             before it goes to review.
         unreachable_after: seconds every send may fail without reaching the service (refused
@@ -286,9 +289,11 @@ class Batch:
         self.store = store
         self.client = client
         self.account = check_text("account", account, required=True)
-        self.rate = None if rate is None else _seconds("rate", rate)
+        self.rate = None if rate is None else RATE.check("rate", rate)
         self.max_concurrent = (
-            None if max_concurrent is None else check_int("max_concurrent", max_concurrent, 1)
+            None
+            if max_concurrent is None
+            else int(MAX_CONCURRENT.check("max_concurrent", max_concurrent))
         )
         if notify is not None and not isinstance(notify, Notify):
             raise BadInputError("notify", f"must be a Notify, not {type(notify).__name__}")
@@ -298,7 +303,7 @@ class Batch:
         if not isinstance(resend, ResendPolicy):
             raise BadInputError("resend", f"must be a ResendPolicy, not {type(resend).__name__}")
         self.resend = resend
-        self.lease_seconds = _seconds("lease_seconds", lease_seconds)
+        self.lease_seconds = LEASE_SECONDS.check("lease_seconds", lease_seconds)
         self.give_up_after = _seconds("give_up_after", give_up_after)
         self.unreachable_after = _seconds("unreachable_after", unreachable_after)
         for name, seam in (("clock", clock), ("sleep", sleep)):
@@ -424,14 +429,15 @@ class Batch:
         on_progress: Progress | None = None,
         wait: bool = True,
     ) -> RunSummary:
-        """Send the journal's pending rows with ``workers`` threads; with ``wait``, track
-        them until none is pending, claimed, sending, uncertain or submitted; without, until
+        """Send the journal's pending rows with ``workers`` threads (1 to 1,024); with
+        ``wait``, track them until none is pending, claimed, sending, uncertain or submitted;
+        without, until
         every row is sent and the uncertain ones looked up. ``stop`` ends the run early (calls
         in flight finish and are recorded); ``on_progress(counts)`` is called from this
         thread after changes, at most about ten times a second. A worker's failure ends the
         run and is raised (an AuthenticationError as it is, anything else as a FaxWSError)
         once the other workers have stopped."""
-        check_int("workers", workers, 1, 1024)
+        WORKERS.check("workers", workers)
         if stop is None:
             stop = Stop()
         if not isinstance(stop, Stop):

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from faxws._protocol.assumptions import new_reference_id
+from faxws._ranges import MAX_LEASE_AHEAD, MAX_RESERVED_AHEAD
 from faxws.errors import BadInputError
 from faxws.journal._store import (
     REVIEW_SOURCES,
@@ -45,6 +46,8 @@ from faxws.journal._store import (
     UnknownKeyError,
     added_by_key,
     check_added,
+    check_interval,
+    check_lease,
     chunks,
     final_sources,
     resend_key,
@@ -184,8 +187,19 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+#: A time no datetime can hold read as the last one that can.
+_LAST = datetime.max.replace(tzinfo=timezone.utc)
+
+
 def _time(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        # Only a lease or check time an older version wrote from an out-of-range setting;
+        # the row stays readable, and recover() ends such a lease.
+        return _LAST
 
 
 def _stamp(value: datetime, field: str) -> float:
@@ -536,12 +550,14 @@ class SqliteJournal:
     # -- claims and sends ---------------------------------------------------------------------
 
     def claim(self, owner: str, lease_seconds: float, limit: int) -> list[Row]:
+        check_lease(lease_seconds)
         with self._write() as db:
             now = self._now()
             found = db.execute(_CLAIM, (_limit(limit), now, owner, now + lease_seconds)).fetchall()
         return sorted((_row(values) for values in found), key=lambda row: row.seq)
 
     def heartbeat(self, key: str, owner: str, lease_seconds: float) -> Row:
+        check_lease(lease_seconds)
         return self._move(key, None, (State.CLAIMED, State.SENDING), owner, lease_seconds)
 
     def release(self, key: str, owner: str, reason: str | None = None) -> Row:
@@ -561,6 +577,7 @@ class SqliteJournal:
                 self._db.execute("PRAGMA synchronous = NORMAL")
 
     def mark_sending(self, key: str, owner: str, lease_seconds: float | None = None) -> Row:
+        check_lease(lease_seconds)
         # The one commit a send waits for on disk (see the module's docstring).
         with self._synced(), self._write():
             now = self._now()
@@ -571,6 +588,7 @@ class SqliteJournal:
     def mark_sending_many(
         self, keys: Sequence[str], owner: str, lease_seconds: float | None = None
     ) -> list[str]:
+        check_lease(lease_seconds)
         wanted = list(dict.fromkeys(keys))
         moved: set[str] = set()
         # One commit synced to disk for them all (see the module's docstring).
@@ -715,6 +733,7 @@ class SqliteJournal:
     def due(self, state: State, lease_seconds: float, limit: int) -> list[Row]:
         if state not in _TRACKED:
             raise BadInputError("state", f"{state.value} rows are not looked up")
+        check_lease(lease_seconds)
         with self._write() as db:
             now = self._now()
             found = db.execute(
@@ -746,8 +765,9 @@ class SqliteJournal:
             now = self._now()
             found = db.execute(
                 f"SELECT key, state, {_NOT_STARTED}, sending_epoch FROM faxes"  # noqa: S608
-                " WHERE state IN ('claimed', 'sending') AND lease_expires_at <= ? ORDER BY seq",
-                (now,),
+                " WHERE state IN ('claimed', 'sending')"
+                " AND (lease_expires_at <= ? OR lease_expires_at > ?) ORDER BY seq",
+                (now, now + MAX_LEASE_AHEAD),
             ).fetchall()
             # a row never started whose start mark could not have been undone: nothing sent
             unsent = {_SYNCED} if self._epoch is None else {_SYNCED, self._epoch}
@@ -770,12 +790,17 @@ class SqliteJournal:
     # -- limits shared by every worker --------------------------------------------------------
 
     def next_call_at(self, account: str, interval: float) -> datetime:
+        check_interval(interval)
         with self._write() as db:
             now = self._now()
             found = db.execute(
                 "SELECT last_call_at FROM limits WHERE account = ?", (account,)
             ).fetchone()
-            at = now if found is None else max(now, found[0] + interval)
+            reserved = None if found is None else found[0]
+            if reserved is None or not reserved <= now + MAX_RESERVED_AHEAD:
+                at = now  # none, or one no valid rate reserves (see MAX_RESERVED_AHEAD)
+            else:
+                at = max(now, reserved + interval)
             db.execute(
                 "INSERT INTO limits (account, last_call_at) VALUES (?, ?)"
                 " ON CONFLICT (account) DO UPDATE SET last_call_at = excluded.last_call_at",
@@ -786,6 +811,7 @@ class SqliteJournal:
     def acquire_send_slot(
         self, account: str, holder: str, limit: int, lease_seconds: float
     ) -> bool:
+        check_lease(lease_seconds)
         with self._write() as db:
             now = self._now()
             db.execute(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from faxws._ranges import CALL_INTERVAL, LEASE_SECONDS
 from faxws.errors import BadInputError, FaxWSError
 
 if TYPE_CHECKING:
@@ -79,6 +80,20 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: The longest key, in bytes of UTF-8: every store indexes keys (PostgreSQL's index entries
 #: hold at most 2,704 bytes), and a resend's key is its first row's with a suffix.
 MAX_KEY_BYTES = 1000
+
+
+def check_lease(lease_seconds: float | None) -> float | None:
+    """A lease argument of a store (None where the lease is kept): 1 to 86,400 seconds, or
+    BadInputError naming ``lease_seconds``. Checked before anything is written, so that no row
+    is left with a lease that never ends or ends at once."""
+    return None if lease_seconds is None else LEASE_SECONDS.check("lease_seconds", lease_seconds)
+
+
+def check_interval(interval: float) -> float:
+    """The spacing of an account's calls (one over a rate), or BadInputError naming
+    ``interval``: a slot reserved further ahead than a valid rate can would hold back every
+    later run of the journal."""
+    return CALL_INTERVAL.check("interval", interval)
 
 
 def check_added(key: str, payload_sha256: str, resend_of: str | None) -> None:
