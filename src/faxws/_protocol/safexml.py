@@ -50,6 +50,8 @@ def crowded(element: etree._Element) -> bool:
     count = len(element.attrib)
     if count > MAX_ATTRIBUTES:
         return True
+    if count + len(element.nsmap) <= MAX_ATTRIBUTES:
+        return False  # its own declarations are among those in scope: the common case, cheap
     for event, _ in etree.iterwalk(element, events=("start-ns", "start")):
         if event == "start":  # after the element's own declarations
             return False
