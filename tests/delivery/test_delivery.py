@@ -277,44 +277,18 @@ def test_an_answer_sent_before_the_body_is_complete_is_read_and_no_success(
 @pytest.mark.parametrize(
     "interim",
     [
+        b"HTTP/1.1 100 Continue\r\n\r\n",
         b"HTTP/1.1 102 Processing\r\n\r\n",
         b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
-        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nX-A: b\r\n\r\n",
     ],
-    ids=["102", "103", "100+102"],
+    ids=["100", "102", "103", "100+102"],
 )
+@pytest.mark.parametrize("when", ["after the request", "while the body arrives"])
 @pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
 def test_interim_responses_are_read_past_to_the_final_answer(
     interim: bytes,
-    tls: bool,
-    serve: Callable[..., ScriptedServer],
-    server_tls: ssl.SSLContext,
-    ca_file: str,
-    face: Face,
-) -> None:
-    def script(conn: Conn) -> None:
-        conn.handshake()
-        conn.read_request()
-        conn.send(interim + ANSWER)
-
-    server = serve(script, tls=server_tls if tls else None)
-    result = send(client_for(server, ca_file, face))
-    assert result.job_ids == ("J1",)  # type: ignore[attr-defined]
-    assert len(server.received) == 1
-
-
-@pytest.mark.parametrize(
-    "interim",
-    [
-        b"HTTP/1.1 100 Continue\r\n\r\n",
-        b"HTTP/1.1 102 Processing\r\n\r\n",
-        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nX-A: b\r\n\r\n",
-    ],
-    ids=["100", "102", "100+102"],
-)
-@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
-def test_interim_responses_sent_while_the_body_arrives_are_read_past(
-    interim: bytes,
+    when: str,
     tls: bool,
     serve: Callable[..., ScriptedServer],
     server_tls: ssl.SSLContext,
@@ -322,17 +296,22 @@ def test_interim_responses_sent_while_the_body_arrives_are_read_past(
     face: Face,
 ) -> None:
     """A server may send interim answers at any time: one that comes while a large document
-    is still being written is no early answer, and the final answer after the body is the
-    call's."""
+    is still being written is no early answer, and the final answer is the call's."""
+    during = when == "while the body arrives"
 
     def script(conn: Conn) -> None:
         conn.handshake()
-        conn.read_request(interim=interim, keep=False)
-        conn.send(ANSWER)
+        if during:
+            conn.read_request(interim=interim, keep=False)
+            conn.send(ANSWER)
+        else:
+            conn.read_request()
+            conn.send(interim + ANSWER)
 
-    server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10)
+    # while the body arrives: far more than the socket buffers hold
+    server = serve(script, tls=server_tls if tls else None, rcvbuf=64 << 10 if during else None)
     client = client_for(server, ca_file, face)
-    document = FaxFile(b"\0" * (16 << 20), 101)  # far more than the socket buffers hold
+    document = FaxFile(b"\0" * (16 << 20) if during else b"%PDF-1.4 one page", 101)
     assert client.send_fax(["+1 555 0100"], [document]).job_ids == ("J1",)
     assert [r.complete for r in server.received] == [True]
 
