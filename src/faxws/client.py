@@ -102,8 +102,10 @@ def service_url(base_url: str, *, allow_insecure_http: bool = False) -> str:
     try:
         parts = urlsplit(base_url)
         port = parts.port
-    except ValueError as exc:
-        raise BadInputError("base_url", f"is not a valid URL: {exc}") from None
+    except ValueError:
+        # Not quoted: the parser's text repeats what it could not read, which may be a
+        # secret put where the port goes (https://id:secret/...).
+        raise BadInputError("base_url", "is not a valid URL (its port or IPv6 address)") from None
     if parts.scheme not in ("http", "https"):
         raise BadInputError(
             "base_url", f"scheme must be http or https, not {parts.scheme or '(none)'!r}"

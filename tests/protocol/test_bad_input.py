@@ -341,6 +341,22 @@ def test_a_token_url_carrying_credentials_is_refused_without_showing_them(
     assert secret not in repr(info.value)
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    ["https://cid:{secret}/fax", "https://fax.example.com:{secret}", "https://[{secret}/"],
+    ids=["the secret as a port", "a port that is no number", "an IPv6 address left open"],
+)
+def test_a_base_url_that_cannot_be_read_is_refused_without_quoting_it(
+    face: Face, base_url: str
+) -> None:
+    secret = "BaseUrlS3cret"
+    with pytest.raises(BadInputError) as info:
+        maker(face)(base_url=base_url.format(secret=secret))
+    assert info.value.field == "base_url"
+    assert secret not in str(info.value)
+    assert secret not in repr(info.value)
+
+
 def test_plain_http_through_a_loopback_proxy_or_https_through_any_proxy_is_allowed(
     face: Face,
 ) -> None:
