@@ -221,13 +221,17 @@ def test_messages_name_the_flags(pdf: Path) -> None:
     [
         (
             ["--to", "+1 555 0100", "--to", "no digits"],
-            "--to (recipient 2): 'no digits' has no digits",
+            "--to (recipient 2): '***' has no digits",
         ),
-        (["--to", "+1 555 0100", "--file-type", "zip"], "--file-type: unknown file type 'zip'"),
+        (["--to", "+1 555 0100", "--file-type", "zip"], "--file-type: unknown file type '***'"),
+        (
+            ["--to", "+1 555 0100", "--to", "eyJhbGciOiJSUzINiJ.TOKENMARK"],
+            "--to (recipient 2): '***' has no digits",
+        ),
         (["--to", "+1 555 0100", "--request-id", "a b"], "--request-id: contains U+0020"),
         (["--to", "+1 555 0100", "--user-id", "a\x01"], "--user-id: contains U+0001"),
     ],
-    ids=["to", "file-type", "request-id", "user-id"],
+    ids=["to", "file-type", "a token typed as a number", "request-id", "user-id"],
 )
 def test_bad_input_names_the_flag(pdf: Path, args: list[str], message: str) -> None:
     env = {"FAXWS_BASE_URL": "http://127.0.0.1:9", "FAXWS_USER_ID": "u", "FAXWS_PIN": "PIN-77"}

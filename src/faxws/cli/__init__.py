@@ -465,6 +465,7 @@ def _main(words: list[str], out: Outcome) -> int:
     out.prog = f"faxws {args.command}"
     out.as_json = bool(args.json)
     out.from_variables = from_variables(args)
+    out.typed = _typed(_command_of(parser, args), args)
     run: Callable[[argparse.Namespace, Outcome], int] = args.run
     try:
         return run(args, out)
@@ -476,6 +477,21 @@ def _main(words: list[str], out: Outcome) -> int:
         if isinstance(exc, FaxWSError):
             return out.error(exc)
         return out.internal(exc, verbose=bool(getattr(args, "verbose", False)))
+
+
+def _typed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, list[str]]:
+    """The text values given to each flag of the command (by its longest name), which its
+    input errors must not repeat: a token typed in the wrong place is not echoed."""
+    typed: dict[str, list[str]] = {}
+    for action in parser._actions:
+        if not action.option_strings:
+            continue
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        texts = [v for v in values if isinstance(v, str) and v]
+        if texts:
+            typed[max(action.option_strings, key=len)] = texts
+    return typed
 
 
 def _command_of(

@@ -278,6 +278,8 @@ class Doing(Protocol):
     wrote: Callable[[], bool] | None
     #: The settings that came from a variable, by library name: ``{"base_url": "FAXWS_..."}``.
     from_variables: dict[str, str]
+    #: The text values given to each flag: ``{"--to": ["+1 555 0100"]}``.
+    typed: dict[str, list[str]]
     request_id: str | None
     job_ids: list[str]
     reference_id: str | None
@@ -363,7 +365,12 @@ def _client_error(exc: Any, doing: Doing, mask: Callable[[str], str]) -> Failure
     if isinstance(exc, faxws.errors.BadInputError):
         named = {**FLAGS, **doing.from_variables}  # what the user gave: a flag or a variable
         details["field"] = "/".join(_flag_of(part, named) for part in exc.field.split("/"))
-        message = f"{details['field']}: {_flagged_text(exc.problem)}"
+        problem = _flagged_text(exc.problem)
+        flag = details["field"].split(" ", 1)[0]
+        for value in doing.typed.get(flag, []):
+            # the flag's own values, as the library quotes them: never echoed
+            problem = problem.replace(repr(value), "'***'")
+        message = f"{details['field']}: {problem}"
     failure = Failure(
         code,
         type(exc).__name__,
@@ -420,6 +427,7 @@ class Outcome:
         self.sending = False  # from just before the first byte may leave
         self.wrote: Callable[[], bool] | None = None  # whether a byte has left (see Doing)
         self.from_variables: dict[str, str] = {}  # see Doing
+        self.typed: dict[str, list[str]] = {}  # see Doing
         self.answered = ""  # what an answer means ("the fax was sent"), once there is one
         self.reached = False  # the request reached the service, or may have
         self.job_ids: list[str] = []
