@@ -161,11 +161,13 @@ def test_a_stale_ready_file_is_removed_before_it_listens(tmp_path: Path) -> None
     assert not ready.exists()
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, missing: str = '127.0.0.1:1"') -> str:
+    """The file's text; ``missing`` (which the caller's poll does not take for done) while it
+    is not there yet, or no longer: read once, never after a look that found it."""
     try:
         return path.read_text()
     except FileNotFoundError:
-        return '127.0.0.1:1"'  # not there yet
+        return missing
 
 
 def test_a_ready_file_in_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
@@ -390,7 +392,8 @@ def test_the_file_of_a_killed_server_is_removed_by_the_next(tmp_path: Path) -> N
         first.wait(DEADLINE)
     assert ready.exists()
     with serve("--ready-file", str(ready)) as second:
-        poll(lambda: ready.exists() and old not in _text(ready), second, "its own ready file")
+        # the stale file is removed before the new one is written: neither is the new one
+        poll(lambda: old not in _text(ready, missing=old), second, "its own ready file")
         second.send_signal(signal.SIGINT)
         assert second.wait(DEADLINE) == 0
     assert list(tmp_path.iterdir()) == []
