@@ -87,8 +87,8 @@ def _interim_only(received: bytes) -> bool:
     a server may send them while the request's body is still arriving."""
     rest = received
     while rest:
-        if len(rest) < 13:  # "HTTP/1.1 100 " cannot tell yet
-            return b"HTTP/1.1 100 ".startswith(rest[:5]) or rest.startswith(b"HTTP/")
+        if len(rest) < 13:  # "HTTP/1.1 100 " cannot tell yet: a status line may be coming
+            return b"HTTP/".startswith(rest[:5])
         if not _INTERIM_STATUS.match(rest):
             return False
         end = rest.find(b"\r\n\r\n")

@@ -82,19 +82,19 @@ class _Digests:
             reason = exc.strerror or type(exc).__name__
             raise BadInputError("file", f"cannot read {path}: {reason}") from None
 
-    def sha256_open(self, path: str, fh: BinaryIO) -> tuple[str, Identity]:
+    def sha256_open(self, path: str, fh: BinaryIO, found: os.stat_result) -> str:
         """The sha256 of the file open as ``fh`` (opened from ``path``, read from its start
-        and left there), and its identity when hashed."""
+        and left there), whose ``os.fstat`` was ``found``."""
         try:
-            now = _identity(os.fstat(fh.fileno()))
-            found = self._remembered(path, now)
-            if found is None:
-                found = self._hashed(path, fh)
+            now = _identity(found)
+            digest = self._remembered(path, now)
+            if digest is None:
+                digest = self._hashed(path, fh)
                 fh.seek(0)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise BadInputError("file", f"cannot read {path}: {reason}") from None
-        return found, now
+        return digest
 
     def _remembered(self, path: str, now: Identity | None) -> str | None:
         with self._lock:
@@ -286,26 +286,24 @@ class OpenDocuments:
     def __init__(self, files: Sequence[FileSpec]) -> None:
         self._files = files
         self._open: list[BinaryIO] = []
+        found: list[os.stat_result] = []
         try:
             for spec in files:
                 try:
                     self._open.append(open(spec.path, "rb"))  # noqa: SIM115 (closed by close())
+                    found.append(os.fstat(self._open[-1].fileno()))
                 except OSError as exc:
                     reason = exc.strerror or type(exc).__name__
                     raise BadInputError("file", f"cannot read {spec.path}: {reason}") from None
-            hashed = [
-                _DIGESTS.sha256_open(spec.path, fh)
-                for spec, fh in zip(files, self._open, strict=True)
+            self._digests = [
+                _DIGESTS.sha256_open(spec.path, fh, stat)
+                for spec, fh, stat in zip(files, self._open, found, strict=True)
             ]
         except BaseException:
             self.close()
             raise
-        self._digests = [digest for digest, _ in hashed]
-        # with each file's link count then
-        self._identities = [
-            (identity, os.fstat(fh.fileno()).st_nlink)
-            for (_, identity), fh in zip(hashed, self._open, strict=True)
-        ]
+        # each file's identity and link count when hashed
+        self._identities = [(_identity(stat), stat.st_nlink) for stat in found]
 
     def digest(self, payload: str) -> str:
         """:func:`payload_digest` of ``payload`` with these files as they were opened."""
