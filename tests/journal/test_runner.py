@@ -985,7 +985,9 @@ def test_each_send_attempt_is_a_span_linked_to_its_batch(tmp_path: Path) -> None
     shown = json.dumps(sends)
     assert "KEYMARK" not in shown
     assert "NAMEMARK" not in shown
-    assert "555" not in shown
+    # the fax number in any spelling ("555" alone is in random span ids now and then)
+    for spelled in ("555 0142", "5550142", "555-0142"):
+        assert spelled not in shown
 
 
 def test_without_opentelemetry_a_batch_runs_and_imports_none_of_it(tmp_path: Path) -> None:
